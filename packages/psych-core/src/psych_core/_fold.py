@@ -1,0 +1,218 @@
+"""The reducer: `fold(state, record) -> state`, pure and total.
+
+Every record type has a rule here. A record that does not fit the state (a gap in the seqs, a
+finish for a call that never started, anything after the run ended) raises `FoldError` naming
+the run and the seq; nothing is ever skipped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import replace
+
+from pydantic import JsonValue
+
+from psych_core._errors import FoldError
+from psych_core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from psych_core._records import (
+    SCHEMA_VERSION,
+    AttemptStarted,
+    ModelCallFailed,
+    ModelCallFinished,
+    Record,
+    RunAdmitted,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    ToolCallFailed,
+    ToolCallFinished,
+    ToolCallSettled,
+    ToolCallStarted,
+)
+from psych_core._state import CallState, RunState
+
+UNKNOWN_OUTCOME = (
+    "The outcome of this call is unknown: the worker running it stopped before it reported a "
+    "result. It may or may not have taken effect. Check its effect before calling it again."
+)
+
+
+def fold(state: RunState, record: Record) -> RunState:
+    """The state after `record`. Raises `FoldError` when the record does not fit."""
+    if record.run_id != state.run_id:
+        raise FoldError(state.run_id, record.seq, f"record belongs to run {record.run_id}")
+    if record.seq != state.next_seq:
+        what = "repeats" if record.seq < state.next_seq else "skips"
+        raise FoldError(
+            state.run_id, record.seq, f"seq {what} the log: expected seq {state.next_seq}"
+        )
+    if state.ended:
+        raise FoldError(
+            state.run_id, record.seq, f"{record.body.type} after the run ended ({state.status})"
+        )
+    body = record.body
+    if state.admitted is None and not isinstance(body, RunAdmitted):
+        raise FoldError(state.run_id, record.seq, f"log starts with {body.type}, not run_admitted")
+    state = replace(state, next_seq=record.seq + 1)
+    match body:
+        case RunAdmitted():
+            return _admitted(state, record, body)
+        case AttemptStarted():
+            if record.attempt <= state.attempt:
+                raise FoldError(
+                    state.run_id,
+                    record.seq,
+                    f"attempt {record.attempt} started after attempt {state.attempt}",
+                )
+            return replace(state, attempt=record.attempt, status="running", waiting=None)
+        case ModelCallFinished():
+            return _model_finished(state, record, body)
+        case ModelCallFailed():
+            return state
+        case ToolCallStarted():
+            return _tool_started(state, record, body)
+        case ToolCallFinished():
+            done = _started_call(state, record, body.call_id)
+            content = render_result(body.result)
+            return _settle(state, done, ToolResultMessage(body.call_id, done.call.name, content))
+        case ToolCallFailed():
+            done = _open_call(state, record, body.call_id)
+            text = f"Error ({body.reason}): {body.error}"
+            return _settle(state, done, ToolResultMessage(body.call_id, done.call.name, text, True))
+        case ToolCallSettled():
+            done = _started_call(state, record, body.call_id)
+            message = ToolResultMessage(body.call_id, done.call.name, UNKNOWN_OUTCOME, True)
+            return _settle(state, done, message)
+        case RunCompleted():
+            if not state.answered:
+                raise FoldError(
+                    state.run_id, record.seq, "run_completed before the model gave a final answer"
+                )
+            return replace(state, status="completed", waiting=None)
+        case RunFailed():
+            return replace(
+                state,
+                status="failed",
+                waiting=None,
+                failure_reason=body.reason,
+                error=body.error,
+            )
+        case RunCancelled():
+            return replace(state, status="cancelled", waiting=None, error=body.reason or None)
+
+
+def fold_all(state: RunState, records: Iterable[Record]) -> RunState:
+    """Fold each record in order."""
+    for record in records:
+        state = fold(state, record)
+    return state
+
+
+def render_result(result: JsonValue) -> str:
+    """A tool result as the model reads it: strings as they are, anything else as JSON."""
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False)
+
+
+def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
+    if record.seq != 0:
+        raise FoldError(state.run_id, record.seq, "run_admitted after seq 0")
+    if body.schema_version > SCHEMA_VERSION:
+        raise FoldError(
+            state.run_id,
+            record.seq,
+            f"log schema version {body.schema_version} is newer than this package reads "
+            f"({SCHEMA_VERSION}); upgrade psych-core",
+        )
+    if state.spec is not None and state.spec.version != body.spec_version:
+        raise FoldError(
+            state.run_id,
+            record.seq,
+            f"run was admitted with spec {body.spec_version}, not {state.spec.version}",
+        )
+    return replace(
+        state,
+        admitted=body,
+        status="queued",
+        conversation=state.conversation.add(UserMessage(body.input)),
+        turns=1,
+    )
+
+
+def _model_finished(state: RunState, record: Record, body: ModelCallFinished) -> RunState:
+    for open_call in state.calls:
+        if open_call.phase != "done":
+            raise FoldError(
+                state.run_id,
+                record.seq,
+                f"model answered while call {open_call.call.call_id} is still open",
+            )
+    if state.answered:
+        raise FoldError(state.run_id, record.seq, "model called again after its final answer")
+    for index, call in enumerate(body.tool_calls):
+        expected = f"{record.seq}.{index}"
+        if call.call_id != expected:
+            raise FoldError(
+                state.run_id, record.seq, f"tool call {call.call_id!r} should be named {expected!r}"
+            )
+    usage = state.usage + body.usage if body.usage is not None else state.usage
+    return replace(
+        state,
+        conversation=state.conversation.add(AssistantMessage(body.text, body.tool_calls)),
+        model_calls=state.model_calls + 1,
+        turn_model_calls=state.turn_model_calls + 1,
+        tool_calls=state.tool_calls + len(body.tool_calls),
+        calls=tuple(CallState(call) for call in body.tool_calls),
+        last_text=body.text,
+        answered=not body.tool_calls,
+        usage=usage,
+    )
+
+
+def _tool_started(state: RunState, record: Record, body: ToolCallStarted) -> RunState:
+    current = state.call(body.call_id)
+    if current is None:
+        raise FoldError(state.run_id, record.seq, f"start of unknown call {body.call_id}")
+    if current.call.name != body.name:
+        raise FoldError(
+            state.run_id,
+            record.seq,
+            f"call {body.call_id} is {current.call.name!r}, not {body.name!r}",
+        )
+    orphaned = current.phase == "started" and (current.started_attempt or 0) < record.attempt
+    if current.phase != "requested" and not orphaned:
+        raise FoldError(state.run_id, record.seq, f"call {body.call_id} started twice")
+    started = replace(
+        current, phase="started", started_attempt=record.attempt, starts=current.starts + 1
+    )
+    return _replace_call(state, started)
+
+
+def _open_call(state: RunState, record: Record, call_id: str) -> CallState:
+    current = state.call(call_id)
+    if current is None:
+        raise FoldError(state.run_id, record.seq, f"{record.body.type} for unknown call {call_id}")
+    if current.phase == "done":
+        raise FoldError(state.run_id, record.seq, f"call {call_id} already has an outcome")
+    return current
+
+
+def _started_call(state: RunState, record: Record, call_id: str) -> CallState:
+    current = _open_call(state, record, call_id)
+    if current.phase != "started":
+        raise FoldError(
+            state.run_id, record.seq, f"{record.body.type} for call {call_id}, which never started"
+        )
+    return current
+
+
+def _settle(state: RunState, current: CallState, message: ToolResultMessage) -> RunState:
+    state = _replace_call(state, replace(current, phase="done"))
+    return replace(state, conversation=state.conversation.add(message))
+
+
+def _replace_call(state: RunState, new: CallState) -> RunState:
+    calls = tuple(new if old.call.call_id == new.call.call_id else old for old in state.calls)
+    return replace(state, calls=calls)

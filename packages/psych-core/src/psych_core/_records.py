@@ -1,0 +1,155 @@
+"""The records of a run's log.
+
+A `Record` is `run_id`, `seq` (0, 1, 2, ... with no gaps), `attempt`, `at` (UTC, supplied by the
+runtime or the store) and a body, discriminated on ``type``. The JSON form is stable; the first
+record (`RunAdmitted`) carries the schema version, so old logs stay readable.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from psych_core._messages import ToolCall
+from psych_core._scope import Scope
+from psych_core._usage import Cost, Usage, UsageSource
+
+SCHEMA_VERSION = 1
+"""The version of the record format this package writes; carried by every `RunAdmitted`."""
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunAdmitted(_Body):
+    """Seq 0: the run was admitted with this spec version and input."""
+
+    type: Literal["run_admitted"] = "run_admitted"
+    schema_version: int = SCHEMA_VERSION
+    agent: str
+    spec_version: str
+    input: str
+    scope: Scope
+    parent_run_id: str | None = None
+
+
+class AttemptStarted(_Body):
+    """A worker claimed the run; the record's `attempt` is the new attempt's number."""
+
+    type: Literal["attempt_started"] = "attempt_started"
+    worker_id: str
+
+
+class ModelCallFinished(_Body):
+    """The model answered. Its tool calls are named ``"{seq}.{i}"`` after this record's seq."""
+
+    type: Literal["model_call_finished"] = "model_call_finished"
+    model: str
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    usage_source: UsageSource = "missing"
+    cost: Cost | None = None
+    finish_reason: str | None = None
+
+
+class ModelCallFailed(_Body):
+    """A call to the model failed; `model` is the model that was asked."""
+
+    type: Literal["model_call_failed"] = "model_call_failed"
+    model: str
+    error: str
+    status: int | None = None
+    retryable: bool = False
+
+
+class ToolCallStarted(_Body):
+    """The call is about to run. Committed before the effect begins."""
+
+    type: Literal["tool_call_started"] = "tool_call_started"
+    call_id: str
+    name: str
+
+
+class ToolCallFinished(_Body):
+    """The call returned this result."""
+
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+    call_id: str
+    result: JsonValue
+
+
+ToolFailureReason = Literal[
+    "error", "unknown_tool", "invalid_arguments", "timeout", "cancelled", "denied"
+]
+
+
+class ToolCallFailed(_Body):
+    """The call failed, or was refused before it ran; the model is told why."""
+
+    type: Literal["tool_call_failed"] = "tool_call_failed"
+    call_id: str
+    reason: ToolFailureReason
+    error: str
+
+
+class ToolCallSettled(_Body):
+    """A started call whose outcome cannot be known: it may or may not have taken effect."""
+
+    type: Literal["tool_call_settled"] = "tool_call_settled"
+    call_id: str
+    outcome: Literal["unknown"] = "unknown"
+    note: str = ""
+
+
+class RunCompleted(_Body):
+    """The run ended with an answer: the text of the last `ModelCallFinished`."""
+
+    type: Literal["run_completed"] = "run_completed"
+
+
+class RunFailed(_Body):
+    """The run ended without an answer."""
+
+    type: Literal["run_failed"] = "run_failed"
+    reason: str
+    error: str
+
+
+class RunCancelled(_Body):
+    """The run was cancelled."""
+
+    type: Literal["run_cancelled"] = "run_cancelled"
+    reason: str = ""
+
+
+Body = Annotated[
+    RunAdmitted
+    | AttemptStarted
+    | ModelCallFinished
+    | ModelCallFailed
+    | ToolCallStarted
+    | ToolCallFinished
+    | ToolCallFailed
+    | ToolCallSettled
+    | RunCompleted
+    | RunFailed
+    | RunCancelled,
+    Field(discriminator="type"),
+]
+"""Any record body."""
+
+
+class Record(BaseModel):
+    """One entry of a run's log."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    seq: int = Field(ge=0)
+    attempt: int = Field(ge=0)
+    at: dt.datetime
+    body: Body

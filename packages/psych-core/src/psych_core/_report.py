@@ -1,0 +1,227 @@
+"""Reading a run back: `RunStatus` (what a screen draws) and `Report` (what happened).
+
+Both are folds of the log; nothing here is stored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from psych_core._fold import fold
+from psych_core._records import (
+    ModelCallFinished,
+    Record,
+    RunAdmitted,
+    ToolCallFailed,
+    ToolCallFinished,
+    ToolCallSettled,
+    ToolCallStarted,
+)
+from psych_core._state import RunState, RunStatusName, WaitingReason
+from psych_core._usage import Cost, CostSource, Usage, UsageSource
+
+ToolOutcome = Literal["succeeded", "failed", "unknown", "pending"]
+"""How a tool call ended. ``unknown``: it started and its worker died before it reported."""
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunStatus(_View):
+    """A run's status: small and JSON-serialisable, what a screen draws."""
+
+    run_id: str
+    agent: str
+    status: RunStatusName
+    waiting: WaitingReason | None = None
+    turns: int
+    model_calls: int
+    tool_calls: int
+    attempt: int
+    last_seq: int
+    failure_reason: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, state: RunState) -> RunStatus:
+        """The status of a folded state."""
+        return cls(
+            run_id=state.run_id,
+            agent=state.admitted.agent if state.admitted else "",
+            status=state.status,
+            waiting=state.waiting,
+            turns=state.turns,
+            model_calls=state.model_calls,
+            tool_calls=state.tool_calls,
+            attempt=state.attempt,
+            last_seq=state.last_seq,
+            failure_reason=state.failure_reason,
+            error=state.error,
+        )
+
+
+class ToolCallReport(_View):
+    """One tool call and how it ended.
+
+    Attributes:
+        arguments: the arguments as parsed JSON, or the model's raw text when it was not JSON.
+        result: the tool's result when it succeeded.
+        error: why it failed, when it failed.
+        reason: the failure's kind (``error``, ``unknown_tool``, ``invalid_arguments``, ...).
+        starts: how many times it was started (more than one only for safe tools after a crash).
+    """
+
+    call_id: str
+    name: str
+    arguments: JsonValue
+    outcome: ToolOutcome
+    result: JsonValue = None
+    error: str | None = None
+    reason: str | None = None
+    starts: int = 0
+    started_at: dt.datetime | None = None
+    ended_at: dt.datetime | None = None
+
+
+class Totals(_View):
+    """What a run used and cost.
+
+    Attributes:
+        usage: tokens summed over every model call whose usage is known.
+        usage_sources: how many model calls reported usage from each source; ``missing``
+            calls add nothing to `usage`, so a total with missing calls is a lower bound.
+        cost: the summed cost, or None while any model call is unpriced (or when calls were
+            priced in different currencies, which do not add up).
+        unpriced_calls: how many model calls have no known cost.
+    """
+
+    usage: Usage = Field(default_factory=Usage)
+    usage_sources: dict[UsageSource, int] = Field(default_factory=dict)
+    cost: Cost | None = None
+    unpriced_calls: int = 0
+
+
+class Report(_View):
+    """What happened in a run, from its log."""
+
+    run_id: str
+    agent: str
+    spec_version: str
+    status: RunStatusName
+    failure_reason: str | None = None
+    error: str | None = None
+    output: JsonValue = None
+    turns: int
+    model_calls: int
+    tool_calls: tuple[ToolCallReport, ...]
+    totals: Totals
+    attempts: int
+    started_at: dt.datetime
+    ended_at: dt.datetime | None = None
+
+
+def build_report(state: RunState, records: Iterable[Record]) -> Report:
+    """The report of a run: `records` is its whole log, `state` an empty state to fold into."""
+    calls: dict[str, dict[str, object]] = {}
+    started_at: dt.datetime | None = None
+    last_at: dt.datetime | None = None
+    usage = Usage()
+    sources: dict[UsageSource, int] = {}
+    costs: list[Cost] = []
+    unpriced = 0
+    for record in records:
+        state = fold(state, record)
+        body = record.body
+        last_at = record.at
+        match body:
+            case RunAdmitted():
+                started_at = record.at
+            case ModelCallFinished():
+                if body.usage is not None:
+                    usage = usage + body.usage
+                sources[body.usage_source] = sources.get(body.usage_source, 0) + 1
+                if body.cost is None:
+                    unpriced += 1
+                else:
+                    costs.append(body.cost)
+                for call in body.tool_calls:
+                    calls[call.call_id] = {
+                        "call_id": call.call_id,
+                        "name": call.name,
+                        "arguments": _arguments(call.arguments),
+                        "outcome": "pending",
+                    }
+            case ToolCallStarted():
+                entry = calls[body.call_id]
+                entry["starts"] = int(str(entry.get("starts", 0))) + 1
+                entry.setdefault("started_at", record.at)
+            case ToolCallFinished():
+                calls[body.call_id].update(
+                    outcome="succeeded", result=body.result, ended_at=record.at
+                )
+            case ToolCallFailed():
+                calls[body.call_id].update(
+                    outcome="failed", error=body.error, reason=body.reason, ended_at=record.at
+                )
+            case ToolCallSettled():
+                calls[body.call_id].update(outcome="unknown", ended_at=record.at)
+            case _:
+                pass
+    admitted = state.admitted
+    if admitted is None or started_at is None:
+        raise ValueError(f"run {state.run_id} has an empty log")
+    totals = Totals(
+        usage=usage,
+        usage_sources=sources,
+        cost=None if unpriced else _sum_costs(costs),
+        unpriced_calls=unpriced,
+    )
+    return Report(
+        run_id=state.run_id,
+        agent=admitted.agent,
+        spec_version=admitted.spec_version,
+        status=state.status,
+        failure_reason=state.failure_reason,
+        error=state.error,
+        output=state.output,
+        turns=state.turns,
+        model_calls=state.model_calls,
+        tool_calls=tuple(ToolCallReport.model_validate(entry) for entry in calls.values()),
+        totals=totals,
+        attempts=state.attempt,
+        started_at=started_at,
+        ended_at=last_at if state.ended else None,
+    )
+
+
+def _arguments(text: str) -> JsonValue:
+    try:
+        parsed: JsonValue = json.loads(text)
+    except ValueError:
+        return text
+    return parsed
+
+
+def _sum_costs(costs: list[Cost]) -> Cost | None:
+    if not costs:
+        # No model call at all: nothing was spent, and that is known exactly.
+        return Cost(amount=Decimal(0), source="provider")
+    currencies = {cost.currency for cost in costs}
+    if len(currencies) != 1:
+        return None
+    kinds: set[CostSource] = {cost.source for cost in costs}
+    source: CostSource = kinds.pop() if len(kinds) == 1 else "mixed"
+    dates = [cost.as_of for cost in costs if cost.as_of is not None]
+    return Cost(
+        amount=sum((cost.amount for cost in costs), Decimal(0)),
+        currency=currencies.pop(),
+        source=source,
+        as_of=min(dates) if dates else None,
+    )

@@ -1,0 +1,140 @@
+"""The state of a run, as the reducer folds it from the log.
+
+Folding is incremental: a worker keeps its `RunState` and folds only new records, so the cost
+of a step does not grow with the log. The conversation is a persistent list (each fold adds
+one node and shares the rest), and nothing else in the state grows with the log.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import JsonValue
+
+from psych_core._messages import Message, ToolCall
+from psych_core._records import RunAdmitted
+from psych_core._spec import AgentSpec
+from psych_core._usage import Usage
+
+RunStatusName = Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+"""Where a run is. The last three are final."""
+
+WaitingReason = Literal["approval", "external", "children"]
+"""What a `waiting` run waits for."""
+
+FINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """An append-only, persistent list of messages: adding shares every earlier node."""
+
+    last: Message | None = None
+    before: Conversation | None = None
+    length: int = 0
+
+    def add(self, message: Message) -> Conversation:
+        """A conversation with `message` after this one's messages."""
+        return Conversation(message, self, self.length + 1)
+
+    def messages(self) -> tuple[Message, ...]:
+        """All messages, oldest first."""
+        out: list[Message] = []
+        node: Conversation | None = self
+        while node is not None and node.last is not None:
+            out.append(node.last)
+            node = node.before
+        out.reverse()
+        return tuple(out)
+
+    def __len__(self) -> int:
+        return self.length
+
+
+CallPhase = Literal["requested", "started", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallState:
+    """Where one tool call of the current model turn is.
+
+    Attributes:
+        call: the call as the model asked for it.
+        phase: ``requested`` (no record yet), ``started`` (running or orphaned by a crash),
+            ``done`` (finished, failed or settled).
+        started_attempt: the attempt whose `ToolCallStarted` is the latest for this call.
+        starts: how many times the call was started (more than once only for safe tools
+            re-run after a crash).
+    """
+
+    call: ToolCall
+    phase: CallPhase = "requested"
+    started_attempt: int | None = None
+    starts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """Everything the worker needs to decide what a run does next.
+
+    Build the empty state with `RunState.empty`, then `fold` each record into it.
+    `spec` is needed only to decide (`next_action`); reading a status needs no spec.
+    """
+
+    run_id: str
+    spec: AgentSpec | None = None
+    status: RunStatusName = "queued"
+    waiting: WaitingReason | None = None
+    next_seq: int = 0
+    attempt: int = 0
+    admitted: RunAdmitted | None = None
+    conversation: Conversation = field(default_factory=Conversation)
+    turns: int = 0
+    model_calls: int = 0
+    turn_model_calls: int = 0
+    tool_calls: int = 0
+    calls: tuple[CallState, ...] = ()
+    last_text: str | None = None
+    answered: bool = False
+    usage: Usage = field(default_factory=Usage)
+    failure_reason: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def empty(cls, run_id: str, spec: AgentSpec | None = None) -> RunState:
+        """The state before seq 0."""
+        return cls(run_id=run_id, spec=spec)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run has completed, failed or been cancelled."""
+        return self.status in FINAL_STATUSES
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last folded record, -1 before any."""
+        return self.next_seq - 1
+
+    def call(self, call_id: str) -> CallState | None:
+        """The state of call `call_id` in the current turn, or None."""
+        for state in self.calls:
+            if state.call.call_id == call_id:
+                return state
+        return None
+
+    @property
+    def output(self) -> JsonValue:
+        """The run's answer: the final text, parsed as JSON when the spec asks for structure.
+
+        None until the run completes. A final text that is not valid JSON under an
+        `output_type` is refused before completion, so parsing here cannot fail on a log the
+        runtime wrote.
+        """
+        if self.status != "completed":
+            return None
+        if self.spec is not None and self.spec.output_type is not None and self.last_text:
+            parsed: JsonValue = json.loads(self.last_text)
+            return parsed
+        return self.last_text

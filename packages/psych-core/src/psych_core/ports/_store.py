@@ -1,0 +1,305 @@
+"""The `Store` port: where runs, their logs and their specs live.
+
+Stores are dumb: they keep records as opaque JSON plus a few index columns and never interpret
+a body. Every rule about what a record means lives in the reducer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from psych_core._errors import RunNotFound
+from psych_core._records import Record
+from psych_core._scope import Scope
+from psych_core._state import RunStatusName, WaitingReason
+
+
+@dataclass(frozen=True, slots=True)
+class StoreLimits:
+    """The largest record, batch and byte count one append may carry.
+
+    The runtime keeps below these; the contract suite tests each store at them.
+    """
+
+    max_record_bytes: int
+    max_append_records: int
+    max_append_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """A run to create.
+
+    Attributes:
+        request_hash: identifies the request behind `idempotency_key`, so the same key with a
+            different request can be refused (`IdempotencyConflict`).
+    """
+
+    run_id: str
+    tenant: str
+    agent: str
+    spec_version: str
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+    parent_run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunIndex:
+    """The run row's index columns after a batch, computed by the runtime's fold.
+
+    A batch whose status is ``waiting`` or final releases the attempt's lease: the store sets
+    ``runnable_at`` to `due_at` (a timed wait) or to nothing (a wait on a person, or the end).
+    """
+
+    status: RunStatusName
+    waiting: WaitingReason | None = None
+    due_at: dt.datetime | None = None
+
+    @property
+    def releases_lease(self) -> bool:
+        """Whether this batch suspends or ends the run."""
+        return self.status not in ("queued", "running")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Records to append at once, all or none.
+
+    Attributes:
+        records: their seqs continue the log without a gap.
+        batch_id: re-sending a batch with the same id from the same attempt succeeds without
+            writing twice.
+        index: the run row's columns after this batch.
+        inbox_seen: the last inbox entry the attempt has moved into the log.
+    """
+
+    records: tuple[Record, ...]
+    batch_id: str
+    index: RunIndex
+    inbox_seen: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What an append returns: the run's latest inbox entry number."""
+
+    inbox_last: int
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A run taken under a lease by one attempt.
+
+    Attributes:
+        record: the `AttemptStarted` the claim wrote.
+    """
+
+    run_id: str
+    tenant: str
+    attempt: int
+    lease_expires_at: dt.datetime
+    record: Record
+
+
+@dataclass(frozen=True, slots=True)
+class RenewResult:
+    """A renewed lease, and the run's latest inbox entry number."""
+
+    lease_expires_at: dt.datetime
+    inbox_last: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """The run row: an index over the log, updated in the same transaction as each append.
+
+    Never a second source of truth: status and the rest can always be re-derived by folding.
+    """
+
+    run_id: str
+    tenant: str
+    agent: str
+    spec_version: str
+    status: RunStatusName
+    waiting: WaitingReason | None
+    parent_run_id: str | None
+    attempt: int
+    lease_owner: str | None
+    lease_expires_at: dt.datetime | None
+    runnable_at: dt.datetime | None
+    next_seq: int
+    inbox_last: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RunQuery:
+    """Filters and paging for `Store.list_runs`. Runs come newest first.
+
+    Attributes:
+        cursor: the `Page.next_cursor` of the previous page; None for the first.
+    """
+
+    status: RunStatusName | None = None
+    parent_run_id: str | None = None
+    cursor: str | None = None
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Page[T]:
+    """One page of a listing; `next_cursor` is None on the last page."""
+
+    items: tuple[T, ...]
+    next_cursor: str | None = None
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where runs live. One contract, every adapter (the suite in `psych_runtime.testing`).
+
+    Atomicity: `create_run`, `append` and `claim` are each all or nothing.
+    Ordering: a run's records have seqs 0, 1, 2, ... with no gap and no repeat.
+    Fencing: only the run's current attempt may append; a superseded attempt gets `LeaseLost`,
+    which takes precedence over every other refusal.
+    Clocks: leases are set and compared on the database's clock where there is one. Safety
+    never depends on clocks; they decide only when a lease is considered expired.
+    Errors: adapters translate driver errors into the core's (`Conflict`, `LeaseLost`, ...);
+    anything the store cannot reach is `StoreUnavailable`.
+
+    Adapters subclass this protocol explicitly to inherit `scoped`.
+    """
+
+    @property
+    def limits(self) -> StoreLimits:
+        """The largest record and batch this store accepts."""
+        ...
+
+    async def migrate(self) -> None:
+        """Create or upgrade the schema: numbered steps, idempotent, safe run concurrently."""
+        ...
+
+    async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
+        """Insert the run row and record 0 atomically; the run is runnable at once.
+
+        With an idempotency key already used in the tenant, insert nothing and return
+        ``(existing run id, False)``; with the same key and another `request_hash`, raise
+        `IdempotencyConflict`. Otherwise return ``(run.run_id, True)``.
+        """
+        ...
+
+    async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
+        """Add `batch.records` and update the run row's index columns, all or nothing.
+
+        Raises `LeaseLost` when `attempt` is not the run's current attempt, `Conflict` when a
+        seq is taken (by another batch), `InboxPending` when the batch suspends or ends the
+        run and ``batch.inbox_seen`` is below the run's inbox count, `RecordTooLarge` past
+        `limits`. Re-sending a batch with the same `batch_id` from the same attempt succeeds
+        without writing twice. A batch that suspends or ends the run releases the lease.
+        """
+        ...
+
+    async def read(
+        self, run_id: str, after_seq: int = -1, limit: int | None = None
+    ) -> list[Record]:
+        """The run's records with seq above `after_seq`, in seq order, at most `limit`."""
+        ...
+
+    async def claim(
+        self, worker_id: str, ttl: dt.timedelta, *, run_id: str | None = None
+    ) -> Claim | None:
+        """Take the oldest run whose ``runnable_at`` has passed (or only `run_id`), or None.
+
+        In one transaction: attempt += 1, lease owner := `worker_id`, ``runnable_at`` := lease
+        expiry (now + `ttl`), and an `AttemptStarted` record appended, so attempt numbers have
+        no gaps. Two claimers racing for one run: exactly one wins.
+        """
+        ...
+
+    async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
+        """Extend the lease of `attempt` to now + `ttl`; `LeaseLost` if it is not current."""
+        ...
+
+    async def release(
+        self, run_id: str, attempt: int, runnable_at: dt.datetime | None = None
+    ) -> None:
+        """Give up the lease of `attempt`; the run is claimable again at `runnable_at`
+        (None: at once). `LeaseLost` if the attempt is not current."""
+        ...
+
+    async def get_run(self, tenant: str, run_id: str) -> RunRow | None:
+        """The run row, or None when there is no such run in `tenant`."""
+        ...
+
+    async def list_runs(self, tenant: str, query: RunQuery) -> Page[RunRow]:
+        """The tenant's runs, newest first, filtered and paged by `query`."""
+        ...
+
+    async def put_spec(self, version: str, spec_json: str) -> None:
+        """Store a spec's JSON under its version; storing it again changes nothing."""
+        ...
+
+    async def get_spec(self, version: str) -> str | None:
+        """The JSON stored under `version`, or None."""
+        ...
+
+    async def delete_run(self, tenant: str, run_id: str) -> bool:
+        """Delete the run, its records and its idempotency key; False if there was none."""
+        ...
+
+    async def wait(self, run_id: str | None, after_seq: int, timeout: float) -> None:
+        """Return when records after `after_seq` may exist for `run_id` (with None: when new
+        work may exist), or after `timeout` seconds. Returning early is always allowed."""
+        ...
+
+    def scoped(self, scope: Scope) -> ScopedStore:
+        """This store, seen by `scope`: per-run calls see only the scope's tenant's runs."""
+        return ScopedStore(self, scope)
+
+
+class ScopedStore:
+    """A store seen by one `Scope`. Every public function that takes a run id takes one.
+
+    Each per-run call checks the run row's tenant first and treats another tenant's run
+    exactly like a run that does not exist (`RunNotFound`).
+    """
+
+    __slots__ = ("scope", "store")
+
+    def __init__(self, store: Store, scope: Scope) -> None:
+        self.store = store
+        self.scope = scope
+
+    @property
+    def tenant(self) -> str:
+        """The tenant every call is confined to."""
+        return self.scope.tenant
+
+    async def run(self, run_id: str) -> RunRow:
+        """The run row; `RunNotFound` when there is none in this tenant."""
+        row = await self.store.get_run(self.scope.tenant, run_id)
+        if row is None:
+            raise RunNotFound(run_id)
+        return row
+
+    async def read(
+        self, run_id: str, after_seq: int = -1, limit: int | None = None
+    ) -> list[Record]:
+        """The run's records after `after_seq`; `RunNotFound` outside this tenant."""
+        await self.run(run_id)
+        return await self.store.read(run_id, after_seq, limit)
+
+    async def list_runs(self, query: RunQuery | None = None) -> Page[RunRow]:
+        """This tenant's runs, newest first."""
+        return await self.store.list_runs(self.scope.tenant, query or RunQuery())
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete one of this tenant's runs; False when there is none."""
+        return await self.store.delete_run(self.scope.tenant, run_id)
+
+    def __repr__(self) -> str:
+        return f"ScopedStore({self.store!r}, tenant={self.scope.tenant!r})"

@@ -1,0 +1,1 @@
+"""The functions and classes behind `psych_runtime`'s public names."""

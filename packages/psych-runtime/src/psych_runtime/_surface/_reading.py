@@ -1,0 +1,32 @@
+"""Reading a run back: every function here is a fold of the same log."""
+
+from __future__ import annotations
+
+from psych_core import (
+    Record,
+    Report,
+    RunState,
+    RunStatus,
+    ScopedStore,
+    build_report,
+    fold_all,
+)
+from psych_runtime.runtime import load_spec
+
+
+async def read_log(store: ScopedStore, run_id: str) -> list[Record]:
+    """Every record of the run, in order. `RunNotFound` outside the store's tenant."""
+    return await store.read(run_id)
+
+
+async def status(store: ScopedStore, run_id: str) -> RunStatus:
+    """The run's status: small and JSON-serialisable, what a screen draws."""
+    records = await store.read(run_id)
+    return RunStatus.of(fold_all(RunState.empty(run_id), records))
+
+
+async def report(store: ScopedStore, run_id: str) -> Report:
+    """What happened in the run: turns, model calls, tool calls with outcomes, totals."""
+    records = await store.read(run_id)
+    spec = await load_spec(store.store, run_id, records)
+    return build_report(RunState.empty(run_id, spec), records)

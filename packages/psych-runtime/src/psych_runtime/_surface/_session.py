@@ -1,0 +1,114 @@
+"""`session()`: run agents in this process, on any store (memory by default)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+
+from psych_core import AgentSpec, ModelClient, Scope, ScopedStore, Store, fold_all
+from psych_runtime._surface._view import RunView
+from psych_runtime.adapters import MemoryStore
+from psych_runtime.runtime import (
+    Clock,
+    SystemClock,
+    check_supported,
+    dispatch,
+    execute_claim,
+    load_state,
+    new_worker_id,
+)
+from psych_runtime.tools import ToolFunction, ToolRegistry
+
+DEFAULT_SCOPE = Scope(tenant="default")
+"""The scope of a session created without one."""
+
+LEASE_TTL = dt.timedelta(seconds=30)
+
+
+class Session:
+    """Runs agents in this process. Create one with `session()`.
+
+    Attributes:
+        store: the session's store, scoped to its scope; pass it to `report`, `status`, ...
+    """
+
+    def __init__(
+        self,
+        *,
+        model: ModelClient,
+        tools: ToolRegistry,
+        store: ScopedStore,
+        clock: Clock,
+    ) -> None:
+        self.store = store
+        self._model = model
+        self._tools = tools
+        self._clock = clock
+        self._worker_id = f"session:{new_worker_id()}"
+
+    async def ask(
+        self, spec: AgentSpec, text: str, *, idempotency_key: str | None = None
+    ) -> RunView:
+        """Run `spec` on the user's `text` to its end, in this process, and return the result.
+
+        Each call is one run with its own log. Raises `ToolNotRegistered` before anything is
+        saved when the spec names a tool this session has no function for.
+        """
+        missing = self._tools.missing(spec)
+        if missing is not None:
+            raise missing
+        check_supported(spec)
+        run_id = await dispatch(
+            self.store, spec, text, idempotency_key=idempotency_key, clock=self._clock
+        )
+        return await self._drive(run_id)
+
+    async def _drive(self, run_id: str) -> RunView:
+        inner: Store = self.store.store
+        claim = await inner.claim(self._worker_id, LEASE_TTL, run_id=run_id)
+        if claim is not None:
+            state = await execute_claim(
+                inner,
+                claim,
+                model=self._model,
+                tools=self._tools,
+                clock=self._clock,
+                ttl=LEASE_TTL,
+            )
+            return RunView.of(state)
+        # Another worker holds the run (an idempotent re-ask, or a worker sharing the store):
+        # follow its log until it ends.
+        state = await load_state(inner, run_id)
+        while not state.ended:
+            await inner.wait(run_id, state.last_seq, timeout=1.0)
+            state = fold_all(state, await inner.read(run_id, state.last_seq))
+        return RunView.of(state)
+
+
+@asynccontextmanager
+async def session(
+    model: ModelClient,
+    *,
+    tools: Iterable[ToolFunction] = (),
+    store: Store | None = None,
+    scope: Scope | None = None,
+    clock: Clock | None = None,
+) -> AsyncIterator[Session]:
+    """Run agents in this process: ``async with session(model, tools=[...]) as s:``.
+
+    Args:
+        model: the model client (`FakeModel` in tests, a real client in production).
+        tools: the functions the session's agents may call, matched to `CodeTool` by name.
+        store: where runs are kept; a new `MemoryStore` when omitted.
+        scope: who the session acts for; ``Scope(tenant="default")`` when omitted.
+        clock: where times come from; the system clock when omitted.
+    """
+    inner = store if store is not None else MemoryStore()
+    await inner.migrate()
+    yield Session(
+        model=model,
+        tools=ToolRegistry(tools),
+        store=inner.scoped(scope or DEFAULT_SCOPE),
+        clock=clock or SystemClock(),
+    )

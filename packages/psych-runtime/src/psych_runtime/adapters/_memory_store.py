@@ -1,0 +1,330 @@
+"""`MemoryStore`: the store in the box. It dies with the process.
+
+It is a first-class adapter: it passes the same contract suite as the database stores and is
+the public test double. Records are kept as JSON text, exactly as a database store keeps them,
+so what round-trips here round-trips there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from psych_core import (
+    AttemptStarted,
+    Conflict,
+    IdempotencyConflict,
+    InboxPending,
+    LeaseLost,
+    Record,
+    RecordTooLarge,
+    StoreError,
+)
+from psych_core.ports import (
+    AppendResult,
+    Batch,
+    Claim,
+    NewRun,
+    Page,
+    RenewResult,
+    RunQuery,
+    RunRow,
+    Store,
+    StoreLimits,
+)
+
+NEVER_BEFORE = dt.datetime.min.replace(tzinfo=dt.UTC)
+"""``runnable_at`` of a run that is claimable at once ("-infinity")."""
+
+
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass
+class _Run:
+    row: RunRow
+    order: int
+    idempotency_key: str | None
+    request_hash: str | None
+    log: list[str] = field(default_factory=list)
+    batches: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (attempt, first seq)
+
+
+class MemoryStore(Store):
+    """A `Store` in this process's memory.
+
+    Args:
+        clock: a function returning the current UTC time; tests inject one to move leases.
+    """
+
+    def __init__(self, *, clock: Callable[[], dt.datetime] | None = None) -> None:
+        self._clock = clock or _utc_now
+        self._runs: dict[str, _Run] = {}
+        self._keys: dict[tuple[str, str], str] = {}
+        self._specs: dict[str, str] = {}
+        self._order = 0
+        self._changed = asyncio.Condition()
+        self._limits = StoreLimits(
+            max_record_bytes=16 * 1024 * 1024,
+            max_append_records=1000,
+            max_append_bytes=64 * 1024 * 1024,
+        )
+
+    @property
+    def limits(self) -> StoreLimits:
+        """The largest record and batch this store accepts."""
+        return self._limits
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(runs={len(self._runs)})"
+
+    async def migrate(self) -> None:
+        """Nothing to create: memory has no schema."""
+
+    async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
+        """Insert the run row and record 0; see `Store.create_run`."""
+        if run.idempotency_key is not None:
+            existing = self._keys.get((run.tenant, run.idempotency_key))
+            if existing is not None:
+                held = self._runs[existing]
+                if held.request_hash != run.request_hash:
+                    raise IdempotencyConflict(run.idempotency_key, existing)
+                return existing, False
+        if run.run_id in self._runs:
+            raise Conflict(run.run_id, 0)
+        text = first.model_dump_json()
+        self._check_size(run.run_id, 0, len(text.encode()))
+        now = self._clock()
+        self._order += 1
+        row = RunRow(
+            run_id=run.run_id,
+            tenant=run.tenant,
+            agent=run.agent,
+            spec_version=run.spec_version,
+            status="queued",
+            waiting=None,
+            parent_run_id=run.parent_run_id,
+            attempt=0,
+            lease_owner=None,
+            lease_expires_at=None,
+            runnable_at=NEVER_BEFORE,
+            next_seq=1,
+            inbox_last=0,
+            created_at=now,
+            updated_at=now,
+        )
+        self._runs[run.run_id] = _Run(row, self._order, run.idempotency_key, run.request_hash)
+        self._runs[run.run_id].log.append(text)
+        if run.idempotency_key is not None:
+            self._keys[(run.tenant, run.idempotency_key)] = run.run_id
+        await self._notify()
+        return run.run_id, True
+
+    async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
+        """Add a batch atomically; see `Store.append`."""
+        run = self._get(run_id)
+        row = run.row
+        if attempt != row.attempt:
+            raise LeaseLost(run_id, attempt, row.attempt)
+        sent = run.batches.get(batch.batch_id)
+        if sent is not None and sent[0] == attempt:
+            return AppendResult(row.inbox_last)
+        if not batch.records:
+            return AppendResult(row.inbox_last)
+        if row.status in ("completed", "failed", "cancelled") or row.lease_owner is None:
+            raise LeaseLost(run_id, attempt, row.attempt)
+        first = batch.records[0].seq
+        if first != row.next_seq:
+            raise Conflict(run_id, first)
+        texts: list[str] = []
+        total = 0
+        for offset, record in enumerate(batch.records):
+            if record.seq != first + offset or record.run_id != run_id:
+                raise StoreError(
+                    f"run {run_id}: batch {batch.batch_id} is not a contiguous run of this log "
+                    f"(record {offset} has run {record.run_id}, seq {record.seq})"
+                )
+            text = record.model_dump_json()
+            self._check_size(run_id, record.seq, len(text.encode()))
+            total += len(text.encode())
+            texts.append(text)
+        if len(texts) > self._limits.max_append_records:
+            raise RecordTooLarge(
+                run_id, first, len(texts), self._limits.max_append_records, "batch record count"
+            )
+        if total > self._limits.max_append_bytes:
+            raise RecordTooLarge(run_id, first, total, self._limits.max_append_bytes, "batch")
+        releases = batch.index.releases_lease
+        if releases and batch.inbox_seen < row.inbox_last:
+            raise InboxPending(run_id, batch.inbox_seen, row.inbox_last)
+        run.log.extend(texts)
+        run.batches[batch.batch_id] = (attempt, first)
+        changes: dict[str, object] = {
+            "status": batch.index.status,
+            "waiting": batch.index.waiting,
+            "next_seq": first + len(texts),
+            "updated_at": self._clock(),
+        }
+        if releases:
+            changes.update(lease_owner=None, lease_expires_at=None, runnable_at=batch.index.due_at)
+        run.row = replace(row, **changes)  # type: ignore[arg-type]
+        await self._notify()
+        return AppendResult(run.row.inbox_last)
+
+    async def read(
+        self, run_id: str, after_seq: int = -1, limit: int | None = None
+    ) -> list[Record]:
+        """The records after `after_seq`, in order."""
+        run = self._runs.get(run_id)
+        if run is None:
+            return []
+        start = max(after_seq + 1, 0)
+        end = len(run.log) if limit is None else min(len(run.log), start + limit)
+        return [Record.model_validate_json(text) for text in run.log[start:end]]
+
+    async def claim(
+        self, worker_id: str, ttl: dt.timedelta, *, run_id: str | None = None
+    ) -> Claim | None:
+        """Take the oldest claimable run; see `Store.claim`."""
+        now = self._clock()
+        if run_id is None:
+            candidates = list(self._runs.values())
+        else:
+            candidates = [self._runs[run_id]] if run_id in self._runs else []
+        ready = [
+            run
+            for run in candidates
+            if run.row.runnable_at is not None and run.row.runnable_at <= now
+        ]
+        if not ready:
+            return None
+        run = min(ready, key=lambda r: (r.row.runnable_at or NEVER_BEFORE, r.order))
+        row = run.row
+        attempt = row.attempt + 1
+        expires = now + ttl
+        record = Record(
+            run_id=row.run_id,
+            seq=row.next_seq,
+            attempt=attempt,
+            at=now,
+            body=AttemptStarted(worker_id=worker_id),
+        )
+        run.log.append(record.model_dump_json())
+        run.row = replace(
+            row,
+            attempt=attempt,
+            status="running",
+            waiting=None,
+            lease_owner=worker_id,
+            lease_expires_at=expires,
+            runnable_at=expires,
+            next_seq=row.next_seq + 1,
+            updated_at=now,
+        )
+        await self._notify()
+        return Claim(row.run_id, row.tenant, attempt, expires, record)
+
+    async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
+        """Extend the lease of the current attempt."""
+        run = self._get(run_id)
+        if run.row.attempt != attempt or run.row.lease_owner is None:
+            raise LeaseLost(run_id, attempt, run.row.attempt)
+        expires = self._clock() + ttl
+        run.row = replace(run.row, lease_expires_at=expires, runnable_at=expires)
+        return RenewResult(expires, run.row.inbox_last)
+
+    async def release(
+        self, run_id: str, attempt: int, runnable_at: dt.datetime | None = None
+    ) -> None:
+        """Give up the current attempt's lease."""
+        run = self._get(run_id)
+        if run.row.attempt != attempt or run.row.lease_owner is None:
+            raise LeaseLost(run_id, attempt, run.row.attempt)
+        run.row = replace(
+            run.row,
+            lease_owner=None,
+            lease_expires_at=None,
+            runnable_at=runnable_at or NEVER_BEFORE,
+            status="queued",
+            updated_at=self._clock(),
+        )
+        await self._notify()
+
+    async def get_run(self, tenant: str, run_id: str) -> RunRow | None:
+        """The run row, if the run exists in `tenant`."""
+        run = self._runs.get(run_id)
+        if run is None or run.row.tenant != tenant:
+            return None
+        return run.row
+
+    async def list_runs(self, tenant: str, query: RunQuery) -> Page[RunRow]:
+        """The tenant's runs, newest first."""
+        before = int(query.cursor) if query.cursor else None
+        matching = [
+            run
+            for run in sorted(self._runs.values(), key=lambda r: r.order, reverse=True)
+            if run.row.tenant == tenant
+            and (before is None or run.order < before)
+            and (query.status is None or run.row.status == query.status)
+            and (query.parent_run_id is None or run.row.parent_run_id == query.parent_run_id)
+        ]
+        page = matching[: query.limit]
+        more = len(matching) > query.limit
+        return Page(
+            items=tuple(run.row for run in page),
+            next_cursor=str(page[-1].order) if more and page else None,
+        )
+
+    async def put_spec(self, version: str, spec_json: str) -> None:
+        """Keep a spec's JSON under its version."""
+        self._specs.setdefault(version, spec_json)
+
+    async def get_spec(self, version: str) -> str | None:
+        """The spec JSON stored under `version`."""
+        return self._specs.get(version)
+
+    async def delete_run(self, tenant: str, run_id: str) -> bool:
+        """Forget the run, its log and its idempotency key."""
+        run = self._runs.get(run_id)
+        if run is None or run.row.tenant != tenant:
+            return False
+        del self._runs[run_id]
+        if run.idempotency_key is not None:
+            self._keys.pop((tenant, run.idempotency_key), None)
+        return True
+
+    async def wait(self, run_id: str | None, after_seq: int, timeout: float) -> None:
+        """Return when the log of `run_id` passes `after_seq` (or any change, for None)."""
+
+        def ready() -> bool:
+            run = self._runs.get(run_id) if run_id is not None else None
+            return run is None or run.row.next_seq - 1 > after_seq
+
+        async with self._changed:
+            try:
+                async with asyncio.timeout(timeout):
+                    if run_id is None:
+                        await self._changed.wait()
+                    else:
+                        await self._changed.wait_for(ready)
+            except TimeoutError:
+                return
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _get(self, run_id: str) -> _Run:
+        run = self._runs.get(run_id)
+        if run is None:
+            raise StoreError(f"run {run_id} does not exist in this store")
+        return run
+
+    def _check_size(self, run_id: str, seq: int, size: int) -> None:
+        if size > self._limits.max_record_bytes:
+            raise RecordTooLarge(run_id, seq, size, self._limits.max_record_bytes, "record")
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()

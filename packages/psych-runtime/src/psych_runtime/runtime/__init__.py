@@ -1,0 +1,23 @@
+"""The execution engine: admission, attempts, leases."""
+
+from psych_runtime.runtime._attempt import Attempt, index_of
+from psych_runtime.runtime._clock import Clock, SystemClock
+from psych_runtime.runtime._dispatch import check_supported, dispatch
+from psych_runtime.runtime._execute import execute_claim, load_spec, load_state
+from psych_runtime.runtime._ids import new_run_id, new_worker_id
+from psych_runtime.runtime._lease import with_lease
+
+__all__ = [
+    "Attempt",
+    "Clock",
+    "SystemClock",
+    "check_supported",
+    "dispatch",
+    "execute_claim",
+    "index_of",
+    "load_spec",
+    "load_state",
+    "new_run_id",
+    "new_worker_id",
+    "with_lease",
+]

@@ -1,0 +1,64 @@
+"""Admission: validate, save, return the run id at once."""
+
+from __future__ import annotations
+
+from psych_core import (
+    AgentSpec,
+    NewRun,
+    Record,
+    RunAdmitted,
+    ScopedStore,
+    SpecError,
+    version_of,
+)
+from psych_runtime.runtime._clock import Clock, SystemClock
+from psych_runtime.runtime._ids import new_run_id
+
+
+def check_supported(spec: AgentSpec) -> None:
+    """Refuse a spec this runtime cannot run faithfully, before anything is saved."""
+    for tool in spec.tools:
+        if tool.requires_approval is not False:
+            raise SpecError(
+                f"AgentSpec {spec.name!r}: tool {tool.name!r} requires approval, and this "
+                "version of psych-runtime cannot pause for approvals yet; it will not run the "
+                "call unapproved. Remove requires_approval or upgrade psych-runtime."
+            )
+
+
+async def dispatch(
+    store: ScopedStore,
+    spec: AgentSpec,
+    input: str,
+    *,
+    idempotency_key: str | None = None,
+    clock: Clock | None = None,
+) -> str:
+    """Admit a run of `spec` on `input` and return its id at once; a worker will run it.
+
+    Stores the spec under its version and writes `RunAdmitted` as seq 0. With an
+    `idempotency_key` already used in the store's tenant, admits nothing and returns the
+    existing run's id; the same key with another spec or input raises `IdempotencyConflict`.
+    """
+    check_supported(spec)
+    now = (clock or SystemClock()).now()
+    version = spec.version
+    await store.store.put_spec(version, spec.canonical_json())
+    run_id = new_run_id(now)
+    first = Record(
+        run_id=run_id,
+        seq=0,
+        attempt=0,
+        at=now,
+        body=RunAdmitted(agent=spec.name, spec_version=version, input=input, scope=store.scope),
+    )
+    new = NewRun(
+        run_id=run_id,
+        tenant=store.tenant,
+        agent=spec.name,
+        spec_version=version,
+        idempotency_key=idempotency_key,
+        request_hash=version_of({"spec": version, "input": input}) if idempotency_key else None,
+    )
+    admitted_id, _created = await store.store.create_run(new, first)
+    return admitted_id

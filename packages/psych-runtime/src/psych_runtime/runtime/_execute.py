@@ -1,0 +1,58 @@
+"""Executing a claimed run: read and fold its log, then drive one attempt under its lease."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from psych_core import (
+    AgentSpec,
+    Claim,
+    FoldError,
+    ModelClient,
+    Record,
+    RunAdmitted,
+    RunState,
+    Store,
+    fold_all,
+)
+from psych_runtime.runtime._attempt import Attempt
+from psych_runtime.runtime._clock import Clock
+from psych_runtime.runtime._lease import with_lease
+from psych_runtime.tools import ToolRegistry
+
+
+async def load_spec(store: Store, run_id: str, records: Sequence[Record]) -> AgentSpec:
+    """The spec the run was admitted with (named by its first record), from the store."""
+    admitted = records[0].body if records else None
+    if not isinstance(admitted, RunAdmitted):
+        raise FoldError(run_id, 0, "log does not start with run_admitted")
+    text = await store.get_spec(admitted.spec_version)
+    if text is None:
+        raise FoldError(run_id, 0, f"spec {admitted.spec_version} is not in the store")
+    return AgentSpec.model_validate_json(text)
+
+
+async def load_state(store: Store, run_id: str) -> RunState:
+    """The run's whole log folded with its spec."""
+    records = await store.read(run_id)
+    spec = await load_spec(store, run_id, records)
+    return fold_all(RunState.empty(run_id, spec), records)
+
+
+async def execute_claim(
+    store: Store,
+    claim: Claim,
+    *,
+    model: ModelClient,
+    tools: ToolRegistry,
+    clock: Clock,
+    ttl: dt.timedelta,
+) -> RunState:
+    """Run the claimed attempt until the run ends or suspends; return its state."""
+    state = await load_state(store, claim.run_id)
+    assert state.admitted is not None
+    attempt = Attempt(
+        store=store, state=state, scope=state.admitted.scope, model=model, tools=tools, clock=clock
+    )
+    return await with_lease(store, claim.run_id, claim.attempt, ttl, attempt.run())

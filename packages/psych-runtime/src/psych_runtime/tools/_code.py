@@ -1,0 +1,129 @@
+"""The code-tool executor: a Python function, described to the model from its signature."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+from pydantic import JsonValue
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from psych_core import SpecError, ToolDefinition
+from psych_runtime.tools._context import ToolContext
+
+
+class InvalidArguments(ValueError):
+    """The model's arguments do not parse or do not fit the function's signature."""
+
+
+class ToolRaised(Exception):
+    """The tool function raised; the message is what the model and the log are told."""
+
+
+@dataclass(frozen=True, slots=True)
+class CodeFunction:
+    """A Python function (sync or async) ready to be offered to a model and called.
+
+    Build one with `CodeFunction.of`. The JSON schema comes from the signature and type hints
+    (through pydantic); the description from the docstring. A parameter annotated
+    `ToolContext` receives the call's context and is not shown to the model.
+    """
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    arguments_model: type[pydantic.BaseModel]
+    context_parameter: str | None
+    is_async: bool
+
+    @classmethod
+    def of(cls, function: Callable[..., Any], *, name: str | None = None) -> CodeFunction:
+        """Describe `function`; `name` defaults to its ``__name__``."""
+        tool_name = name or getattr(function, "__name__", "")
+        if not tool_name or tool_name == "<lambda>":
+            raise SpecError(f"give tool {function!r} a name: it has no usable __name__")
+        try:
+            hints = typing.get_type_hints(function)
+        except Exception as exc:
+            raise SpecError(f"tool {tool_name!r}: cannot read its type hints ({exc})") from exc
+        fields: dict[str, Any] = {}
+        context_parameter: str | None = None
+        for parameter in inspect.signature(function).parameters.values():
+            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                raise SpecError(f"tool {tool_name!r}: *args and **kwargs cannot be described")
+            annotation = hints.get(parameter.name, Any)
+            if annotation is ToolContext:
+                context_parameter = parameter.name
+                continue
+            default = ... if parameter.default is parameter.empty else parameter.default
+            fields[parameter.name] = (annotation, default)
+        model = pydantic.create_model(
+            f"{tool_name}_arguments",
+            __config__=pydantic.ConfigDict(extra="forbid"),
+            **fields,
+        )
+        return cls(
+            name=tool_name,
+            description=inspect.getdoc(function) or "",
+            function=function,
+            arguments_model=model,
+            context_parameter=context_parameter,
+            is_async=inspect.iscoroutinefunction(function),
+        )
+
+    def definition(self, description: str | None = None) -> ToolDefinition:
+        """How the model is offered this tool."""
+        schema: dict[str, JsonValue] = self.arguments_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolDefinition(self.name, description or self.description, schema)
+
+    def validate(self, arguments: str) -> dict[str, Any]:
+        """Parse and validate the model's argument text; `InvalidArguments` says what is wrong."""
+        try:
+            raw = json.loads(arguments) if arguments.strip() else {}
+        except ValueError as exc:
+            raise InvalidArguments(f"arguments are not valid JSON: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise InvalidArguments(f"arguments must be a JSON object, got {type(raw).__name__}")
+        try:
+            validated = self.arguments_model.model_validate(raw)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in error['loc']) or 'arguments'}: {error['msg']}"
+                for error in exc.errors()
+            )
+            raise InvalidArguments(problems) from None
+        return {name: getattr(validated, name) for name in type(validated).model_fields}
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> JsonValue:
+        """Call the function; sync functions run in a thread so they cannot block the loop.
+
+        Raises `ToolRaised` with a readable message when the function raises or returns
+        something that is not JSON-serialisable.
+        """
+        kwargs = dict(arguments)
+        if self.context_parameter is not None:
+            kwargs[self.context_parameter] = context
+        try:
+            if self.is_async:
+                result = await self.function(**kwargs)
+            else:
+                result = await asyncio.to_thread(self.function, **kwargs)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise ToolRaised(f"{type(exc).__name__}: {exc}") from exc
+        try:
+            jsonable: JsonValue = to_jsonable_python(result)
+        except PydanticSerializationError as exc:
+            raise ToolRaised(
+                f"tool {self.name!r} returned a {type(result).__name__}, which is not "
+                f"JSON-serialisable: {exc}"
+            ) from exc
+        return jsonable

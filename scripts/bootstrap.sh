@@ -1,0 +1,33 @@
+# Sourced by the other scripts: puts Python 3.12+ and uv on PATH on a fresh machine.
+# Nothing is downloaded but packages from PyPI (uv itself); Python comes from the machine.
+
+export UV_PYTHON_DOWNLOADS=never
+export UV_NO_PROGRESS=1
+
+psych_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Python 3.12 and 3.13: from PATH, or from pyenv's versions folder when the shims hide them.
+if command -v pyenv >/dev/null 2>&1 || [ -d "${PYENV_ROOT:-$HOME/.pyenv}/versions" ]; then
+    pyenv_versions="$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")/versions"
+    for minor in 3.13 3.12; do
+        if ! command -v "python$minor" >/dev/null 2>&1; then
+            found="$(ls -d "$pyenv_versions/$minor".*/bin 2>/dev/null | sort -V | tail -n 1)"
+            [ -n "$found" ] && export PATH="$found:$PATH"
+        fi
+    done
+fi
+if ! command -v python3.12 >/dev/null 2>&1; then
+    echo "Psych needs Python 3.12: install it (or pyenv install 3.12) and run this again." >&2
+    exit 2
+fi
+
+# uv: from PATH, or installed from PyPI into a tool environment inside the checkout.
+if ! command -v uv >/dev/null 2>&1; then
+    tools="$psych_root/.cache/tools"
+    if [ ! -x "$tools/bin/uv" ]; then
+        echo "Installing uv from PyPI into $tools ..." >&2
+        python3.12 -m venv "$tools"
+        "$tools/bin/pip" install --quiet --disable-pip-version-check uv
+    fi
+    export PATH="$tools/bin:$PATH"
+fi
