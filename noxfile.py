@@ -45,8 +45,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def types(session: nox.Session) -> None:
-    """mypy --strict over every package, the examples and the tests."""
-    _uv_run(session, "3.12", "mypy", "packages", "examples", "tests", "noxfile.py")
+    """mypy --strict over every package, the examples, the benchmarks and the tests."""
+    _uv_run(session, "3.12", "mypy", "packages", "examples", "tests", "bench", "noxfile.py")
 
 
 @nox.session
@@ -55,16 +55,22 @@ def imports(session: nox.Session) -> None:
     _uv_run(session, "3.12", "lint-imports")
 
 
-@nox.session(name="unit")
-@nox.parametrize("python", PYTHONS, ids=PYTHONS)
-def unit(session: nox.Session, python: str) -> None:
-    """Pure core and runtime tests with the fake model and the memory store."""
-    _uv_run(session, python, "pytest", "tests/unit", *session.posargs)
+def _unit(python: str) -> None:
+    @nox.session(name=f"unit-{python}")
+    def unit(session: nox.Session) -> None:
+        """Pure core and runtime tests with the fake model and the memory store."""
+        _uv_run(session, python, "pytest", "tests/unit", *session.posargs)
+
+
+for _python in PYTHONS:
+    _unit(_python)
 
 
 @nox.session
 def contract(session: nox.Session) -> None:
-    """The store contract suite against every store adapter."""
+    """The contract suites: every store adapter, and every sandbox backend this host has
+    (after `scripts/sandbox-host.sh start`; a backend still missing fails, never skips)."""
+    _start_sandbox_host(session)
     _uv_run(session, "3.12", "pytest", "tests/contract", *session.posargs)
 
 
@@ -78,3 +84,28 @@ def integration(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """Every code block in README.md, docs/ and the skills runs, and prints what it says."""
     _uv_run(session, "3.12", "pytest", "tests/docs", *session.posargs)
+
+
+@nox.session(default=False)
+def sandboxes(session: nox.Session) -> None:
+    """The sandbox contract suite on every backend: subprocess, namespaces (bubblewrap) and
+    docker (podman's Docker-compatible API). `scripts/sandbox-host.sh start` installs and starts
+    what they need first; a backend that is still missing fails the run instead of skipping."""
+    _start_sandbox_host(session)
+    _uv_run(session, "3.12", "pytest", *(session.posargs or _SANDBOX_TESTS))
+
+
+def _start_sandbox_host(session: nox.Session) -> None:
+    output = session.run("bash", "scripts/sandbox-host.sh", "start", silent=True, external=True)
+    settings = dict(
+        line.split("=", 1) for line in str(output or "").splitlines() if line.startswith("PSYCH_")
+    )
+    session.env.update(settings)
+    session.env["PSYCH_REQUIRE_SANDBOXES"] = "1"
+
+
+_SANDBOX_TESTS = (
+    "tests/contract/test_sandbox_subprocess.py",
+    "tests/contract/test_sandbox_namespaces.py",
+    "tests/contract/test_sandbox_docker.py",
+)

@@ -63,9 +63,9 @@ def _model_payload(model: BaseModel) -> dict[str, Any]:
 
 
 def _same(value: Any, default: Any) -> bool:
-    # Compare canonical forms so that () and [] or 1 and 1.0 count as equal to the default.
+    # Compare canonical texts, so () and [] or 1 and 1.0 count as equal, but True and 1 do not.
     try:
-        return bool(canonical_value(value) == canonical_value(default))
+        return canonical_json(value) == canonical_json(default)
     except (TypeError, ValueError):
         return False
 

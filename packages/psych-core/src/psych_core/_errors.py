@@ -6,6 +6,12 @@
     ├── FoldError                 a log cannot be folded: names the run and the seq
     ├── RunNotFound               no such run in this scope (another tenant's run looks the same)
     ├── ModelError                the model client failed to produce a turn
+    ├── SandboxError              a sandbox could not run a program as asked
+    │   ├── SandboxRefused        the request requires what the backend cannot meet; nothing ran
+    │   └── SandboxUnavailable    the backend's machinery (binary, engine, image) is missing
+    ├── EgressError               an outbound HTTP request failed (connection, timeout)
+    │   └── EgressRefused         the egress policy refused the request before connecting
+    ├── SecretNotFound            a named secret has no value in the secret resolver
     └── StoreError                a store refused or failed an operation
         ├── Conflict              the seq an append wanted is taken: re-read the log
         ├── LeaseLost             the attempt was superseded: stop, append nothing more
@@ -20,6 +26,8 @@ Every message names the run, seq, tool or key involved and says what to do about
 """
 
 from __future__ import annotations
+
+from psych_core._model_failure import ModelFailure
 
 
 class PsychError(Exception):
@@ -71,15 +79,66 @@ class ModelError(PsychError):
         model: the model that was asked.
         status: the HTTP status, when there was one.
         retryable: whether asking again later may succeed.
+        failures: every attempt that failed, oldest first, when the client tried several
+            (retries, fallbacks); the runtime records one `ModelCallFailed` for each.
     """
 
     def __init__(
-        self, message: str, *, model: str, status: int | None = None, retryable: bool = False
+        self,
+        message: str,
+        *,
+        model: str,
+        status: int | None = None,
+        retryable: bool = False,
+        failures: tuple[ModelFailure, ...] = (),
     ) -> None:
         self.model = model
         self.status = status
         self.retryable = retryable
+        self.failures = failures
         super().__init__(message)
+
+
+class EgressError(PsychError):
+    """An outbound HTTP request failed: no connection, a timeout, a dropped stream.
+
+    The message names the method and URL and never contains a secret value.
+
+    Attributes:
+        url: the URL asked for.
+        retryable: whether sending again later may succeed.
+    """
+
+    def __init__(self, message: str, *, url: str, retryable: bool = True) -> None:
+        self.url = url
+        self.retryable = retryable
+        super().__init__(message)
+
+
+class EgressRefused(EgressError):
+    """The egress policy refused a request before any connection was opened.
+
+    Attributes:
+        host: the host asked for.
+        address: the address the host resolved to, when the address was the problem.
+    """
+
+    def __init__(self, message: str, *, url: str, host: str, address: str | None = None) -> None:
+        self.host = host
+        self.address = address
+        super().__init__(message, url=url, retryable=False)
+
+
+class SecretNotFound(PsychError, LookupError):
+    """A secret was referenced by name, and the secret resolver has no value for it."""
+
+    def __init__(self, name: str, resolver: str, hint: str = "") -> None:
+        self.name = name
+        self.resolver = resolver
+        advice = hint or (
+            f"provide it there (EnvSecretResolver reads the environment variable {name!r})"
+        )
+        super().__init__(f"secret {name!r} has no value in {resolver}: {advice}")
 
 
 class StoreError(PsychError):
@@ -167,3 +226,40 @@ class RecordTooLarge(StoreError):
 
 class StoreUnavailable(StoreError):
     """The store could not be reached or did not answer. The operation may be retried."""
+
+
+class SandboxError(PsychError):
+    """A sandbox could not run a program as asked. A failing program is not this: see its result."""
+
+
+class SandboxRefused(SandboxError):
+    """The request requires a level or guarantees this backend cannot meet here; nothing ran.
+
+    Attributes:
+        backend: the sandbox's name.
+        unmet: the required guarantees (or ``"level:kernel"``) it cannot enforce.
+        reason: why, in words.
+    """
+
+    def __init__(self, backend: str, unmet: tuple[str, ...], reason: str) -> None:
+        self.backend = backend
+        self.unmet = unmet
+        self.reason = reason
+        super().__init__(
+            f"sandbox {backend!r} refused the request before running it: it cannot enforce "
+            f"{', '.join(unmet)} ({reason}). Use a backend that reaches what the request "
+            "requires, or require less."
+        )
+
+
+class SandboxUnavailable(SandboxError):
+    """The backend's machinery (a binary, an engine, an image) is missing or not working.
+
+    Attributes:
+        backend: the sandbox's name.
+    """
+
+    def __init__(self, backend: str, problem: str) -> None:
+        self.backend = backend
+        self.problem = problem
+        super().__init__(f"sandbox {backend!r} is unavailable: {problem}")

@@ -54,7 +54,7 @@ def fold(state: RunState, record: Record) -> RunState:
     body = record.body
     if state.admitted is None and not isinstance(body, RunAdmitted):
         raise FoldError(state.run_id, record.seq, f"log starts with {body.type}, not run_admitted")
-    state = replace(state, next_seq=record.seq + 1)
+    n = record.seq + 1
     match body:
         case RunAdmitted():
             return _admitted(state, record, body)
@@ -65,41 +65,48 @@ def fold(state: RunState, record: Record) -> RunState:
                     record.seq,
                     f"attempt {record.attempt} started after attempt {state.attempt}",
                 )
-            return replace(state, attempt=record.attempt, status="running", waiting=None)
+            return replace(
+                state, next_seq=n, attempt=record.attempt, status="running", waiting=None
+            )
         case ModelCallFinished():
             return _model_finished(state, record, body)
         case ModelCallFailed():
-            return state
+            return replace(state, next_seq=n)
         case ToolCallStarted():
             return _tool_started(state, record, body)
         case ToolCallFinished():
             done = _started_call(state, record, body.call_id)
             content = render_result(body.result)
-            return _settle(state, done, ToolResultMessage(body.call_id, done.call.name, content))
+            message = ToolResultMessage(body.call_id, done.call.name, content)
+            return _settle(state, record, done, message)
         case ToolCallFailed():
             done = _open_call(state, record, body.call_id)
             text = f"Error ({body.reason}): {body.error}"
-            return _settle(state, done, ToolResultMessage(body.call_id, done.call.name, text, True))
+            message = ToolResultMessage(body.call_id, done.call.name, text, True)
+            return _settle(state, record, done, message)
         case ToolCallSettled():
             done = _started_call(state, record, body.call_id)
             message = ToolResultMessage(body.call_id, done.call.name, UNKNOWN_OUTCOME, True)
-            return _settle(state, done, message)
+            return _settle(state, record, done, message)
         case RunCompleted():
             if not state.answered:
                 raise FoldError(
                     state.run_id, record.seq, "run_completed before the model gave a final answer"
                 )
-            return replace(state, status="completed", waiting=None)
+            return replace(state, next_seq=n, status="completed", waiting=None)
         case RunFailed():
             return replace(
                 state,
+                next_seq=n,
                 status="failed",
                 waiting=None,
                 failure_reason=body.reason,
                 error=body.error,
             )
         case RunCancelled():
-            return replace(state, status="cancelled", waiting=None, error=body.reason or None)
+            return replace(
+                state, next_seq=n, status="cancelled", waiting=None, error=body.reason or None
+            )
 
 
 def fold_all(state: RunState, records: Iterable[Record]) -> RunState:
@@ -134,6 +141,7 @@ def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
         )
     return replace(
         state,
+        next_seq=1,
         admitted=body,
         status="queued",
         conversation=state.conversation.add(UserMessage(body.input)),
@@ -160,6 +168,7 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
     usage = state.usage + body.usage if body.usage is not None else state.usage
     return replace(
         state,
+        next_seq=record.seq + 1,
         conversation=state.conversation.add(AssistantMessage(body.text, body.tool_calls)),
         model_calls=state.model_calls + 1,
         turn_model_calls=state.turn_model_calls + 1,
@@ -187,7 +196,7 @@ def _tool_started(state: RunState, record: Record, body: ToolCallStarted) -> Run
     started = replace(
         current, phase="started", started_attempt=record.attempt, starts=current.starts + 1
     )
-    return _replace_call(state, started)
+    return replace(state, next_seq=record.seq + 1, calls=_with_call(state, started))
 
 
 def _open_call(state: RunState, record: Record, call_id: str) -> CallState:
@@ -208,11 +217,16 @@ def _started_call(state: RunState, record: Record, call_id: str) -> CallState:
     return current
 
 
-def _settle(state: RunState, current: CallState, message: ToolResultMessage) -> RunState:
-    state = _replace_call(state, replace(current, phase="done"))
-    return replace(state, conversation=state.conversation.add(message))
+def _settle(
+    state: RunState, record: Record, current: CallState, message: ToolResultMessage
+) -> RunState:
+    return replace(
+        state,
+        next_seq=record.seq + 1,
+        calls=_with_call(state, replace(current, phase="done")),
+        conversation=state.conversation.add(message),
+    )
 
 
-def _replace_call(state: RunState, new: CallState) -> RunState:
-    calls = tuple(new if old.call.call_id == new.call.call_id else old for old in state.calls)
-    return replace(state, calls=calls)
+def _with_call(state: RunState, new: CallState) -> tuple[CallState, ...]:
+    return tuple(new if old.call.call_id == new.call.call_id else old for old in state.calls)

@@ -49,22 +49,22 @@ class RunStatus(_View):
     failure_reason: str | None = None
     error: str | None = None
 
-    @classmethod
-    def of(cls, state: RunState) -> RunStatus:
-        """The status of a folded state."""
-        return cls(
-            run_id=state.run_id,
-            agent=state.admitted.agent if state.admitted else "",
-            status=state.status,
-            waiting=state.waiting,
-            turns=state.turns,
-            model_calls=state.model_calls,
-            tool_calls=state.tool_calls,
-            attempt=state.attempt,
-            last_seq=state.last_seq,
-            failure_reason=state.failure_reason,
-            error=state.error,
-        )
+
+def status_of(state: RunState) -> RunStatus:
+    """The status of a folded state."""
+    return RunStatus(
+        run_id=state.run_id,
+        agent=state.admitted.agent if state.admitted else "",
+        status=state.status,
+        waiting=state.waiting,
+        turns=state.turns,
+        model_calls=state.model_calls,
+        tool_calls=state.tool_calls,
+        attempt=state.attempt,
+        last_seq=state.last_seq,
+        failure_reason=state.failure_reason,
+        error=state.error,
+    )
 
 
 class ToolCallReport(_View):

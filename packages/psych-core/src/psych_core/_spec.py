@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
@@ -197,9 +196,13 @@ class AgentSpec(_Frozen):
             seen.add(tool.name)
         return self
 
-    @cached_property
+    @property
     def version(self) -> str:
-        """``"sha256:" + hex`` of this spec's canonical JSON; equal specs hash equal."""
+        """``"sha256:" + hex`` of this spec's canonical JSON; equal specs hash equal.
+
+        Computed on every access (a few microseconds): a cached value would survive
+        `model_copy(update=...)` and name the wrong spec.
+        """
         return version_of(self)
 
     def canonical_json(self) -> str:

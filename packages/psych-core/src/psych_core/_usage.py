@@ -71,4 +71,5 @@ class Cost(BaseModel):
     as_of: dt.date | None = None
 
     def __str__(self) -> str:
-        return f"{self.amount} {self.currency} ({self.source})"
+        # Fixed-point, never exponent form: 0.0000004, not 4E-7.
+        return f"{self.amount:f} {self.currency} ({self.source})"

@@ -6,8 +6,11 @@ here; `__all__` is the whole public surface.
 """
 
 import contextlib
+import inspect
+import typing
 
 from psych_core import (
+    GUARANTEES,
     SCHEMA_VERSION,
     AgentSpec,
     AppendResult,
@@ -24,19 +27,30 @@ from psych_core import (
     Cost,
     CostSource,
     DuplicateSignal,
+    EgressError,
+    EgressRefused,
+    ExecLimits,
+    ExecRequest,
+    ExecResult,
     FoldError,
+    Grade,
+    Guarantee,
     IdempotencyConflict,
     InboxPending,
+    IsolationLevel,
     LeaseLost,
+    LimitName,
     Message,
     ModelCallFailed,
     ModelCallFinished,
     ModelClient,
     ModelError,
+    ModelFailure,
     ModelRef,
     ModelRequest,
     ModelResponse,
     ModelToolCall,
+    Network,
     NewRun,
     Page,
     PsychError,
@@ -55,8 +69,14 @@ from psych_core import (
     RunRow,
     RunStatus,
     RunStatusName,
+    Sandbox,
+    SandboxError,
+    SandboxRefused,
+    SandboxUnavailable,
     Scope,
     ScopedStore,
+    SecretNotFound,
+    SecretResolver,
     Skill,
     SpecError,
     Store,
@@ -80,17 +100,22 @@ from psych_core import (
     UsageSource,
     UserMessage,
     WaitingReason,
+    level_reached,
+    withhold_unmet,
 )
 from psych_runtime._surface._reading import read_log, report, status
 from psych_runtime._surface._session import Session, session
 from psych_runtime._surface._view import RunView
-from psych_runtime.adapters import MemoryStore
-from psych_runtime.runtime import Clock, SystemClock, dispatch
+from psych_runtime.adapters import EnvSecretResolver, MemoryStore, SubprocessSandbox
+from psych_runtime.model import ModelPrice, OpenAIChatClient, PriceTable, TieredPrice
+from psych_runtime.model.egress import Egress, EgressPolicy, EgressResponse
+from psych_runtime.runtime import Clock, SystemClock, Worker, dispatch
 from psych_runtime.tools import CodeFunction, ToolContext, ToolFunction
 
 __all__ = [
     # running agents
     "Session",
+    "Worker",
     "dispatch",
     "session",
     # reading runs back
@@ -137,6 +162,17 @@ __all__ = [
     "ToolDefinition",
     "ToolResultMessage",
     "UserMessage",
+    # model client, usage and cost, egress and secrets
+    "Egress",
+    "EgressPolicy",
+    "EgressResponse",
+    "EnvSecretResolver",
+    "ModelFailure",
+    "ModelPrice",
+    "OpenAIChatClient",
+    "PriceTable",
+    "SecretResolver",
+    "TieredPrice",
     # store port
     "AppendResult",
     "Batch",
@@ -151,6 +187,20 @@ __all__ = [
     "ScopedStore",
     "Store",
     "StoreLimits",
+    # sandboxes
+    "GUARANTEES",
+    "ExecLimits",
+    "ExecRequest",
+    "ExecResult",
+    "Grade",
+    "Guarantee",
+    "IsolationLevel",
+    "LimitName",
+    "Network",
+    "Sandbox",
+    "SubprocessSandbox",
+    "level_reached",
+    "withhold_unmet",
     # records
     "SCHEMA_VERSION",
     "AttemptStarted",
@@ -170,6 +220,8 @@ __all__ = [
     # errors
     "Conflict",
     "DuplicateSignal",
+    "EgressError",
+    "EgressRefused",
     "FoldError",
     "IdempotencyConflict",
     "InboxPending",
@@ -179,6 +231,10 @@ __all__ = [
     "RecordTooLarge",
     "RunFinished",
     "RunNotFound",
+    "SandboxError",
+    "SandboxRefused",
+    "SandboxUnavailable",
+    "SecretNotFound",
     "SpecError",
     "StoreError",
     "StoreUnavailable",
@@ -188,8 +244,17 @@ __all__ = [
 
 def _claim_exports() -> None:
     # Every export reports this package as its home, so users see one public name for it.
+    # A class's string annotations are resolved first, in the module that defined them:
+    # afterwards they would be looked up here, where their names are not (and FastAPI,
+    # TypeAdapter or typing.get_type_hints on a RunView would fail).
     for name in __all__:
         obj = globals()[name]
+        if isinstance(obj, type):
+            own = inspect.get_annotations(obj)
+            if own:
+                params = {p.__name__: p for p in getattr(obj, "__type_params__", ())}
+                hints = typing.get_type_hints(obj, localns=params or None, include_extras=True)
+                obj.__annotations__ = {key: hints[key] for key in own if key in hints}
         if isinstance(obj, type) or callable(obj):
             with contextlib.suppress(AttributeError, TypeError):  # aliases of typing forms
                 obj.__module__ = __name__

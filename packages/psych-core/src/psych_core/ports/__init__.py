@@ -1,5 +1,6 @@
 """The ports Psych's adapters implement, with their contracts in the docstrings."""
 
+from psych_core._model_failure import ModelFailure
 from psych_core.ports._model import (
     ModelClient,
     ModelRequest,
@@ -7,6 +8,25 @@ from psych_core.ports._model import (
     ModelToolCall,
     ToolDefinition,
 )
+from psych_core.ports._sandbox import (
+    GUARANTEES,
+    KERNEL_GUARANTEES,
+    LIMITED_GUARANTEES,
+    ExecLimits,
+    ExecRequest,
+    ExecResult,
+    Grade,
+    Guarantee,
+    IsolationLevel,
+    LimitName,
+    Network,
+    Sandbox,
+    level_at_least,
+    level_guarantees,
+    level_reached,
+    withhold_unmet,
+)
+from psych_core.ports._secrets import SecretResolver
 from psych_core.ports._store import (
     AppendResult,
     Batch,
@@ -27,6 +47,7 @@ __all__ = [
     "Batch",
     "Claim",
     "ModelClient",
+    "ModelFailure",
     "ModelRequest",
     "ModelResponse",
     "ModelToolCall",
@@ -37,7 +58,25 @@ __all__ = [
     "RunQuery",
     "RunRow",
     "ScopedStore",
+    "SecretResolver",
     "Store",
     "StoreLimits",
     "ToolDefinition",
+    # sandboxes
+    "ExecLimits",
+    "ExecRequest",
+    "ExecResult",
+    "GUARANTEES",
+    "Grade",
+    "Guarantee",
+    "IsolationLevel",
+    "KERNEL_GUARANTEES",
+    "LIMITED_GUARANTEES",
+    "LimitName",
+    "Network",
+    "Sandbox",
+    "level_at_least",
+    "level_guarantees",
+    "level_reached",
+    "withhold_unmet",
 ]

@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import JsonValue
 
 from psych_core._messages import Message
+from psych_core._model_failure import ModelFailure
 from psych_core._spec import ModelRef
 from psych_core._usage import Cost, Usage, UsageSource
 
@@ -65,6 +66,8 @@ class ModelResponse:
         usage: tokens used, or None when the provider did not say.
         usage_source: ``provider``, ``estimated`` or ``missing``; never a made-up zero.
         cost: what the call cost, or None when no price is known (never zero for unknown).
+        failures: the attempts that failed before this one served, oldest first (retries of
+            the same model, then the models tried before the fallback that served).
     """
 
     model: str
@@ -74,6 +77,7 @@ class ModelResponse:
     usage_source: UsageSource = "missing"
     cost: Cost | None = None
     finish_reason: str | None = None
+    failures: tuple[ModelFailure, ...] = ()
 
 
 @runtime_checkable
@@ -83,6 +87,11 @@ class ModelClient(Protocol):
     `complete` returns the model's whole turn. It retries what is worth retrying itself and
     raises `ModelError` when no answer can be had; the runtime records the failure. It must not
     write to the log or keep per-run state: the same request may be sent again after a crash.
+
+    Every attempt that failed is reported, so the log can name it: in
+    `ModelResponse.failures` when a later attempt served, in `ModelError.failures` when none
+    did. The runtime writes one `ModelCallFailed` per failure, then the `ModelCallFinished`
+    (or the run's failure), in one append. Failure reasons must not contain secret values.
     """
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

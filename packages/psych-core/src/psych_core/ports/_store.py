@@ -170,8 +170,11 @@ class Store(Protocol):
     never depends on clocks; they decide only when a lease is considered expired.
     Errors: adapters translate driver errors into the core's (`Conflict`, `LeaseLost`, ...);
     anything the store cannot reach is `StoreUnavailable`.
+    Tenancy: calls that take a tenant see only that tenant's runs; another tenant's run looks
+    exactly like a run that does not exist.
 
-    Adapters subclass this protocol explicitly to inherit `scoped`.
+    Adapters subclass this protocol explicitly to inherit `scoped`, and certify themselves
+    with the contract suite, `psych_runtime.testing.store_contract.StoreContract`.
     """
 
     @property
@@ -188,47 +191,91 @@ class Store(Protocol):
 
         With an idempotency key already used in the tenant, insert nothing and return
         ``(existing run id, False)``; with the same key and another `request_hash`, raise
-        `IdempotencyConflict`. Otherwise return ``(run.run_id, True)``.
+        `IdempotencyConflict`. Keys are per tenant: another tenant's key never matches.
+        Otherwise return ``(run.run_id, True)``: the run is ``queued``, attempt 0, next seq 1.
+
+        Raises `Conflict` when `run.run_id` exists already, `RecordTooLarge` when `first` is
+        over `limits`, and `StoreError` when `first` is not seq 0 of this run.
         """
         ...
 
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
         """Add `batch.records` and update the run row's index columns, all or nothing.
 
-        Raises `LeaseLost` when `attempt` is not the run's current attempt, `Conflict` when a
-        seq is taken (by another batch), `InboxPending` when the batch suspends or ends the
-        run and ``batch.inbox_seen`` is below the run's inbox count, `RecordTooLarge` past
-        `limits`. Re-sending a batch with the same `batch_id` from the same attempt succeeds
-        without writing twice. A batch that suspends or ends the run releases the lease.
+        The checks, in order (the first that fails decides the error):
+
+        1. `RunNotFound` when the run does not exist.
+        2. `LeaseLost` when `attempt` is not the run's current attempt. It takes precedence
+           over every other refusal: a superseded attempt learns only that it must stop.
+        3. A re-sent batch succeeds without writing: the record at the batch's first seq was
+           written by a batch with the same `batch_id` from the same attempt.
+        4. `LeaseLost` when the attempt no longer holds the lease (the run was released,
+           suspended or ended).
+        5. `Conflict` when the first record's seq is not the run's next seq (taken, or a gap);
+           `StoreError` when the records are not one contiguous stretch of this run's log.
+        6. `RecordTooLarge` when a record, the record count or the byte count is over
+           `limits`; sizes are the UTF-8 bytes of each record's JSON.
+        7. `InboxPending` when the batch suspends or ends the run and ``batch.inbox_seen`` is
+           below the run's inbox count.
+
+        A refused batch writes nothing. A batch whose `RunIndex.releases_lease` (it suspends
+        or ends the run) releases the lease: no owner, ``runnable_at`` := ``index.due_at``
+        (None: not claimable until woken).
         """
         ...
 
     async def read(
         self, run_id: str, after_seq: int = -1, limit: int | None = None
     ) -> list[Record]:
-        """The run's records with seq above `after_seq`, in seq order, at most `limit`."""
+        """The run's records with seq above `after_seq`, in seq order, at most `limit`.
+
+        Records come back exactly as appended (equal `Record` values). A run that does not
+        exist has no records: the result is empty.
+        """
         ...
 
     async def claim(
-        self, worker_id: str, ttl: dt.timedelta, *, run_id: str | None = None
+        self,
+        worker_id: str,
+        ttl: dt.timedelta,
+        *,
+        run_id: str | None = None,
+        max_attempts: int = 10,
     ) -> Claim | None:
         """Take the oldest run whose ``runnable_at`` has passed (or only `run_id`), or None.
 
-        In one transaction: attempt += 1, lease owner := `worker_id`, ``runnable_at`` := lease
-        expiry (now + `ttl`), and an `AttemptStarted` record appended, so attempt numbers have
-        no gaps. Two claimers racing for one run: exactly one wins.
+        "Oldest" is the smallest ``runnable_at``, then the earliest created. A run that is
+        leased, waiting on a person or ended is never taken.
+
+        In one transaction: attempt += 1, status ``running``, lease owner := `worker_id`,
+        ``runnable_at`` := lease expiry (now + `ttl`), and an `AttemptStarted` record appended
+        at the run's next seq with the new attempt number, so attempt numbers have no gaps.
+        Two claimers racing for one run: exactly one wins.
+
+        A run that has already had `max_attempts` attempts without ending is not started
+        again: in the same transaction the claim appends `RunFailed` with reason
+        ``attempts_exhausted`` (its attempt stays the last one's), leaves the run ``failed``
+        with no lease, and moves on to the next runnable run (with `run_id`: returns None).
         """
         ...
 
     async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
-        """Extend the lease of `attempt` to now + `ttl`; `LeaseLost` if it is not current."""
+        """Extend the lease of `attempt` to now + `ttl` (``runnable_at`` with it).
+
+        `LeaseLost` when `attempt` is not current or no longer holds the lease (released,
+        suspended, ended); `RunNotFound` when the run does not exist.
+        """
         ...
 
     async def release(
         self, run_id: str, attempt: int, runnable_at: dt.datetime | None = None
     ) -> None:
         """Give up the lease of `attempt`; the run is claimable again at `runnable_at`
-        (None: at once). `LeaseLost` if the attempt is not current."""
+        (None: at once) with status ``queued``.
+
+        `LeaseLost` when `attempt` is not current or no longer holds the lease;
+        `RunNotFound` when the run does not exist.
+        """
         ...
 
     async def get_run(self, tenant: str, run_id: str) -> RunRow | None:
@@ -236,7 +283,11 @@ class Store(Protocol):
         ...
 
     async def list_runs(self, tenant: str, query: RunQuery) -> Page[RunRow]:
-        """The tenant's runs, newest first, filtered and paged by `query`."""
+        """The tenant's runs, newest first (by creation), filtered and paged by `query`.
+
+        Following `Page.next_cursor` visits every matching run once: no repeat and no gap,
+        even when runs are created meanwhile (they are newer than the cursor).
+        """
         ...
 
     async def put_spec(self, version: str, spec_json: str) -> None:
@@ -253,7 +304,11 @@ class Store(Protocol):
 
     async def wait(self, run_id: str | None, after_seq: int, timeout: float) -> None:
         """Return when records after `after_seq` may exist for `run_id` (with None: when new
-        work may exist), or after `timeout` seconds. Returning early is always allowed."""
+        work may exist; `after_seq` is then ignored), or after `timeout` seconds.
+
+        Returning early is always allowed; callers re-read and wait again. A run that does
+        not exist returns at once.
+        """
         ...
 
     def scoped(self, scope: Scope) -> ScopedStore:

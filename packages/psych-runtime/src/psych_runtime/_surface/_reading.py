@@ -10,6 +10,7 @@ from psych_core import (
     ScopedStore,
     build_report,
     fold_all,
+    status_of,
 )
 from psych_runtime.runtime import load_spec
 
@@ -22,7 +23,7 @@ async def read_log(store: ScopedStore, run_id: str) -> list[Record]:
 async def status(store: ScopedStore, run_id: str) -> RunStatus:
     """The run's status: small and JSON-serialisable, what a screen draws."""
     records = await store.read(run_id)
-    return RunStatus.of(fold_all(RunState.empty(run_id), records))
+    return status_of(fold_all(RunState.empty(run_id), records))
 
 
 async def report(store: ScopedStore, run_id: str) -> Report:

@@ -6,9 +6,18 @@ import datetime as dt
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
-from psych_core import AgentSpec, ModelClient, Scope, ScopedStore, Store, fold_all
-from psych_runtime._surface._view import RunView
+from psych_core import (
+    AgentSpec,
+    ModelClient,
+    Scope,
+    ScopedStore,
+    SecretResolver,
+    Store,
+    fold_all,
+)
+from psych_runtime._surface._view import RunView, view_of
 from psych_runtime.adapters import MemoryStore
+from psych_runtime.model import PriceTable
 from psych_runtime.runtime import (
     Clock,
     SystemClock,
@@ -37,14 +46,18 @@ class Session:
         self,
         *,
         model: ModelClient,
-        tools: ToolRegistry,
+        tools: Iterable[ToolFunction],
         store: ScopedStore,
         clock: Clock,
+        secrets: SecretResolver | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         self.store = store
         self._model = model
-        self._tools = tools
+        self._tools = ToolRegistry(tools)
         self._clock = clock
+        self._secrets = secrets
+        self._prices = prices
         self._worker_id = f"session:{new_worker_id()}"
 
     async def ask(
@@ -75,15 +88,17 @@ class Session:
                 tools=self._tools,
                 clock=self._clock,
                 ttl=LEASE_TTL,
+                secrets=self._secrets,
+                prices=self._prices,
             )
-            return RunView.of(state)
+            return view_of(state)
         # Another worker holds the run (an idempotent re-ask, or a worker sharing the store):
         # follow its log until it ends.
         state = await load_state(inner, run_id)
         while not state.ended:
             await inner.wait(run_id, state.last_seq, timeout=1.0)
             state = fold_all(state, await inner.read(run_id, state.last_seq))
-        return RunView.of(state)
+        return view_of(state)
 
 
 @asynccontextmanager
@@ -94,6 +109,8 @@ async def session(
     store: Store | None = None,
     scope: Scope | None = None,
     clock: Clock | None = None,
+    secrets: SecretResolver | None = None,
+    prices: PriceTable | None = None,
 ) -> AsyncIterator[Session]:
     """Run agents in this process: ``async with session(model, tools=[...]) as s:``.
 
@@ -103,12 +120,18 @@ async def session(
         store: where runs are kept; a new `MemoryStore` when omitted.
         scope: who the session acts for; ``Scope(tenant="default")`` when omitted.
         clock: where times come from; the system clock when omitted.
+        secrets: the secrets whose values must never be recorded: each value it knows is
+            redacted from tool results and error texts before they enter the log.
+        prices: the app's own prices; a model call the provider did not price itself is
+            priced from them (source ``override``) when they know the model that served.
     """
     inner = store if store is not None else MemoryStore()
     await inner.migrate()
     yield Session(
         model=model,
-        tools=ToolRegistry(tools),
+        tools=tools,
         store=inner.scoped(scope or DEFAULT_SCOPE),
         clock=clock or SystemClock(),
+        secrets=secrets,
+        prices=prices,
     )

@@ -27,13 +27,13 @@ class RunView:
     output: JsonValue
     error: str | None = None
 
-    @classmethod
-    def of(cls, state: RunState) -> RunView:
-        """The view of a folded state."""
-        return cls(
-            run_id=state.run_id,
-            status=state.status,
-            text=state.last_text,
-            output=state.output,
-            error=state.error,
-        )
+
+def view_of(state: RunState) -> RunView:
+    """The view of a folded state."""
+    return RunView(
+        run_id=state.run_id,
+        status=state.status,
+        text=state.last_text,
+        output=state.output,
+        error=state.error,
+    )

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from psych_core import (
+    FINAL_STATUSES,
     AttemptStarted,
     Conflict,
     IdempotencyConflict,
@@ -20,6 +21,8 @@ from psych_core import (
     LeaseLost,
     Record,
     RecordTooLarge,
+    RunFailed,
+    RunNotFound,
     StoreError,
 )
 from psych_core.ports import (
@@ -43,6 +46,16 @@ def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def attempts_exhausted_message(run_id: str, attempts: int, max_attempts: int) -> str:
+    """The error of the `RunFailed` a claim writes for a run out of attempts."""
+    return (
+        f"run {run_id} was claimed {attempts} times without finishing (max_attempts="
+        f"{max_attempts}); each attempt stopped (a crash, or a lease that expired) before the "
+        "run ended. Read its log to see where the attempts stopped, fix the cause, and "
+        "dispatch the request again."
+    )
+
+
 @dataclass
 class _Run:
     row: RunRow
@@ -50,7 +63,8 @@ class _Run:
     idempotency_key: str | None
     request_hash: str | None
     log: list[str] = field(default_factory=list)
-    batches: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (attempt, first seq)
+    # first seq of each appended batch -> (batch_id, attempt): how a re-sent batch is recognised
+    batches: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
 class MemoryStore(Store):
@@ -95,6 +109,11 @@ class MemoryStore(Store):
                 return existing, False
         if run.run_id in self._runs:
             raise Conflict(run.run_id, 0)
+        if first.seq != 0 or first.run_id != run.run_id:
+            raise StoreError(
+                f"run {run.run_id}: the first record must be seq 0 of this run, not seq "
+                f"{first.seq} of run {first.run_id}"
+            )
         text = first.model_dump_json()
         self._check_size(run.run_id, 0, len(text.encode()))
         now = self._clock()
@@ -124,33 +143,32 @@ class MemoryStore(Store):
         return run.run_id, True
 
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
-        """Add a batch atomically; see `Store.append`."""
+        """Add a batch atomically; see `Store.append` for the checks and their order."""
         run = self._get(run_id)
         row = run.row
         if attempt != row.attempt:
             raise LeaseLost(run_id, attempt, row.attempt)
-        sent = run.batches.get(batch.batch_id)
-        if sent is not None and sent[0] == attempt:
-            return AppendResult(row.inbox_last)
         if not batch.records:
             return AppendResult(row.inbox_last)
-        if row.status in ("completed", "failed", "cancelled") or row.lease_owner is None:
-            raise LeaseLost(run_id, attempt, row.attempt)
         first = batch.records[0].seq
+        if first < row.next_seq and run.batches.get(first) == (batch.batch_id, attempt):
+            return AppendResult(row.inbox_last)
+        if row.status in FINAL_STATUSES or row.lease_owner is None:
+            raise LeaseLost(run_id, attempt, row.attempt)
         if first != row.next_seq:
             raise Conflict(run_id, first)
-        texts: list[str] = []
-        total = 0
         for offset, record in enumerate(batch.records):
             if record.seq != first + offset or record.run_id != run_id:
                 raise StoreError(
                     f"run {run_id}: batch {batch.batch_id} is not a contiguous run of this log "
                     f"(record {offset} has run {record.run_id}, seq {record.seq})"
                 )
-            text = record.model_dump_json()
-            self._check_size(run_id, record.seq, len(text.encode()))
-            total += len(text.encode())
-            texts.append(text)
+        texts = [record.model_dump_json() for record in batch.records]
+        total = 0
+        for record, text in zip(batch.records, texts, strict=True):
+            size = len(text.encode())
+            self._check_size(run_id, record.seq, size)
+            total += size
         if len(texts) > self._limits.max_append_records:
             raise RecordTooLarge(
                 run_id, first, len(texts), self._limits.max_append_records, "batch record count"
@@ -161,7 +179,7 @@ class MemoryStore(Store):
         if releases and batch.inbox_seen < row.inbox_last:
             raise InboxPending(run_id, batch.inbox_seen, row.inbox_last)
         run.log.extend(texts)
-        run.batches[batch.batch_id] = (attempt, first)
+        run.batches[first] = (batch.batch_id, attempt)
         changes: dict[str, object] = {
             "status": batch.index.status,
             "waiting": batch.index.waiting,
@@ -186,9 +204,16 @@ class MemoryStore(Store):
         return [Record.model_validate_json(text) for text in run.log[start:end]]
 
     async def claim(
-        self, worker_id: str, ttl: dt.timedelta, *, run_id: str | None = None
+        self,
+        worker_id: str,
+        ttl: dt.timedelta,
+        *,
+        run_id: str | None = None,
+        max_attempts: int = 10,
     ) -> Claim | None:
         """Take the oldest claimable run; see `Store.claim`."""
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
         now = self._clock()
         if run_id is None:
             candidates = list(self._runs.values())
@@ -197,11 +222,25 @@ class MemoryStore(Store):
         ready = [
             run
             for run in candidates
-            if run.row.runnable_at is not None and run.row.runnable_at <= now
+            if run.row.runnable_at is not None
+            and run.row.runnable_at <= now
+            and run.row.status not in FINAL_STATUSES
         ]
-        if not ready:
-            return None
-        run = min(ready, key=lambda r: (r.row.runnable_at or NEVER_BEFORE, r.order))
+        ready.sort(key=lambda r: (r.row.runnable_at or NEVER_BEFORE, r.order))
+        exhausted = False
+        for run in ready:
+            if run.row.attempt >= max_attempts:
+                self._exhaust(run, max_attempts, now)
+                exhausted = True
+                continue
+            claim = self._start(run, worker_id, ttl, now)
+            await self._notify()
+            return claim
+        if exhausted:
+            await self._notify()
+        return None
+
+    def _start(self, run: _Run, worker_id: str, ttl: dt.timedelta, now: dt.datetime) -> Claim:
         row = run.row
         attempt = row.attempt + 1
         expires = now + ttl
@@ -224,8 +263,31 @@ class MemoryStore(Store):
             next_seq=row.next_seq + 1,
             updated_at=now,
         )
-        await self._notify()
         return Claim(row.run_id, row.tenant, attempt, expires, record)
+
+    def _exhaust(self, run: _Run, max_attempts: int, now: dt.datetime) -> None:
+        row = run.row
+        record = Record(
+            run_id=row.run_id,
+            seq=row.next_seq,
+            attempt=row.attempt,
+            at=now,
+            body=RunFailed(
+                reason="attempts_exhausted",
+                error=attempts_exhausted_message(row.run_id, row.attempt, max_attempts),
+            ),
+        )
+        run.log.append(record.model_dump_json())
+        run.row = replace(
+            row,
+            status="failed",
+            waiting=None,
+            lease_owner=None,
+            lease_expires_at=None,
+            runnable_at=None,
+            next_seq=row.next_seq + 1,
+            updated_at=now,
+        )
 
     async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
         """Extend the lease of the current attempt."""
@@ -249,6 +311,7 @@ class MemoryStore(Store):
             lease_expires_at=None,
             runnable_at=runnable_at or NEVER_BEFORE,
             status="queued",
+            waiting=None,
             updated_at=self._clock(),
         )
         await self._notify()
@@ -318,7 +381,7 @@ class MemoryStore(Store):
     def _get(self, run_id: str) -> _Run:
         run = self._runs.get(run_id)
         if run is None:
-            raise StoreError(f"run {run_id} does not exist in this store")
+            raise RunNotFound(run_id)
         return run
 
     def _check_size(self, run_id: str, seq: int, size: int) -> None:

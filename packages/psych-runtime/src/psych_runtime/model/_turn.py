@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from psych_core import (
+    Cost,
     ModelCallFailed,
     ModelCallFinished,
     ModelError,
+    ModelFailure,
     ModelRequest,
     ModelResponse,
     RunState,
@@ -13,6 +15,7 @@ from psych_core import (
     ToolCall,
     ToolDefinition,
 )
+from psych_runtime.model._pricing import PriceTable
 
 
 def build_request(state: RunState, tools: tuple[ToolDefinition, ...]) -> ModelRequest:
@@ -30,8 +33,14 @@ def build_request(state: RunState, tools: tuple[ToolDefinition, ...]) -> ModelRe
     )
 
 
-def finished_record(response: ModelResponse, seq: int) -> ModelCallFinished:
-    """The `ModelCallFinished` body for `response`, written at `seq`: calls named ``seq.i``."""
+def finished_record(
+    response: ModelResponse, seq: int, prices: PriceTable | None = None
+) -> ModelCallFinished:
+    """The `ModelCallFinished` body for `response`, written at `seq`: calls named ``seq.i``.
+
+    With `prices` (the app's override), a call the provider did not price itself is priced
+    from them when they know the model that served.
+    """
     calls = tuple(
         ToolCall(
             call_id=f"{seq}.{index}",
@@ -47,8 +56,36 @@ def finished_record(response: ModelResponse, seq: int) -> ModelCallFinished:
         tool_calls=calls,
         usage=response.usage,
         usage_source="missing" if response.usage is None else response.usage_source,
-        cost=response.cost,
+        cost=_override(response, prices),
         finish_reason=response.finish_reason,
+    )
+
+
+def _override(response: ModelResponse, prices: PriceTable | None) -> Cost | None:
+    cost = response.cost
+    if prices is None or response.usage is None or (cost is not None and cost.source == "provider"):
+        return cost
+    return prices.cost(response.model, response.usage) or cost
+
+
+def failure_records(error: BaseException, model: str) -> list[ModelCallFailed]:
+    """One `ModelCallFailed` per attempt that failed in a call that raised `error`.
+
+    A `ModelError` that lists its `failures` gives one record each; any other error (or a
+    `ModelError` without them) gives one record for `model`, the model that was asked.
+    """
+    if isinstance(error, ModelError) and error.failures:
+        return [failure_record(failure) for failure in error.failures]
+    return [failed_record(error, model)]
+
+
+def failure_record(failure: ModelFailure) -> ModelCallFailed:
+    """The `ModelCallFailed` body for one failed attempt."""
+    return ModelCallFailed(
+        model=failure.model,
+        error=failure.reason,
+        status=failure.status,
+        retryable=failure.retryable,
     )
 
 

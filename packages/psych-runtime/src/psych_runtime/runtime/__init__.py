@@ -4,13 +4,19 @@ from psych_runtime.runtime._attempt import Attempt, index_of
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._dispatch import check_supported, dispatch
 from psych_runtime.runtime._execute import execute_claim, load_spec, load_state
+from psych_runtime.runtime._faults import POINTS, arm, disarm
 from psych_runtime.runtime._ids import new_run_id, new_worker_id
 from psych_runtime.runtime._lease import with_lease
+from psych_runtime.runtime._worker import Worker
 
 __all__ = [
+    "POINTS",
+    "arm",
+    "disarm",
     "Attempt",
     "Clock",
     "SystemClock",
+    "Worker",
     "check_supported",
     "dispatch",
     "execute_claim",

@@ -8,7 +8,7 @@ turn's `ModelCallFinished` and the starts of the calls it asked for go in one ap
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from psych_core import (
     Batch,
@@ -25,9 +25,11 @@ from psych_core import (
     RunIndex,
     RunState,
     Scope,
+    SecretResolver,
     SettleCalls,
     StartCalls,
     Store,
+    StoreUnavailable,
     ToolCall,
     ToolCallFailed,
     ToolCallFinished,
@@ -35,9 +37,17 @@ from psych_core import (
     fold,
     next_action,
 )
-from psych_runtime.model import build_request, failed_record, finished_record
+from psych_runtime.model import (
+    PriceTable,
+    build_request,
+    failure_record,
+    failure_records,
+    finished_record,
+)
+from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._clock import Clock
 from psych_runtime.runtime._decide import decide
+from psych_runtime.runtime._faults import reach
 from psych_runtime.tools import (
     InvalidArguments,
     ResolvedTool,
@@ -64,6 +74,10 @@ class Attempt:
         model: ModelClient,
         tools: ToolRegistry,
         clock: Clock,
+        should_stop: Callable[[], bool] = lambda: False,
+        resend_for: float = 10.0,
+        secrets: SecretResolver | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         if state.spec is None:
             raise ValueError(f"run {state.run_id}: an attempt needs the state folded with its spec")
@@ -73,21 +87,38 @@ class Attempt:
         self.model = model
         self.tools = tools
         self.clock = clock
+        self.stopped = False
+        self._should_stop = should_stop
+        self._resend_for = resend_for
         self._staged: list[Record] = []
         self._commit_lock = asyncio.Lock()
+        # Known secret values are redacted from every body before it is folded or recorded;
+        # the app's prices re-price model calls the provider did not price.
+        self._redactor = Redactor(secrets)
+        self._prices = prices
         self._resolved: Mapping[str, ResolvedTool] = tools.resolve(state.spec)
 
     async def run(self) -> RunState:
-        """Drive the run until it has nothing left to do in this attempt; return its state."""
+        """Drive the run until it has nothing left to do in this attempt; return its state.
+
+        When `should_stop` turns true (the worker drains), the attempt commits what it has
+        decided, releases its lease before the next effect, and returns with `stopped` set.
+        """
         while True:
             action = next_action(self.state)
             match action:
                 case Finished():
                     await self._commit()
                     return self.state
+                case CallModel() | RunCalls() if self._should_stop():
+                    await self._commit()
+                    await self.store.release(self.state.run_id, self.state.attempt)
+                    self.stopped = True
+                    return self.state
                 case CallModel():
                     await self._commit()
                     self._stage(await self._call_model())
+                    reach("after_model_returned")
                 case RunCalls(calls):
                     await self._commit()
                     await self._run_calls(calls)
@@ -99,7 +130,7 @@ class Attempt:
     def _stage(self, bodies: list[Body]) -> None:
         """Fold `bodies` into the state and hold them for the next commit."""
         at = self.clock.now()
-        for body in bodies:
+        for body in map(self._redactor.body, bodies):
             record = Record(
                 run_id=self.state.run_id,
                 seq=self.state.next_seq,
@@ -111,7 +142,12 @@ class Attempt:
             self._staged.append(record)
 
     async def _commit(self) -> None:
-        """Append the staged records in one batch; nothing happens when none are staged."""
+        """Append the staged records in one batch; nothing happens when none are staged.
+
+        A store that cannot be reached is asked again with the same batch (its `batch_id`
+        makes the re-send safe) for up to `resend_for` seconds: an append whose answer was
+        lost is never assumed to have failed, nor acted on before it is confirmed.
+        """
         if not self._staged:
             return
         records = tuple(self._staged)
@@ -120,8 +156,21 @@ class Attempt:
             batch_id=f"{self.state.attempt}.{records[0].seq}",
             index=index_of(self.state),
         )
-        await self.store.append(self.state.run_id, self.state.attempt, batch)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._resend_for
+        delay = 0.05
+        while True:
+            try:
+                await self.store.append(self.state.run_id, self.state.attempt, batch)
+                break
+            except StoreUnavailable:
+                if loop.time() + delay > deadline:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
         self._staged.clear()
+        for kind in dict.fromkeys(record.body.type for record in records):
+            reach(f"after_commit:{kind}")
 
     # -- effects ----------------------------------------------------------------------------
 
@@ -137,17 +186,24 @@ class Attempt:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            failed = failed_record(exc, spec.model.model)
+            failures = failure_records(exc, spec.model.model)
+            last = failures[-1]
             error = (
                 f"run {self.state.run_id}, seq {self.state.next_seq}: model "
-                f"{failed.model!r} failed: {failed.error}"
+                f"{last.model!r} failed: {last.error}"
             )
-            return [failed, RunFailed(reason="model_error", error=error)]
-        return [finished_record(response, self.state.next_seq)]
+            if len(failures) > 1:
+                error += f" ({len(failures)} failed attempts, each recorded)"
+            return [*failures, RunFailed(reason="model_error", error=error)]
+        # Attempts that failed before one served are recorded first, in the same append.
+        failed = [failure_record(failure) for failure in response.failures]
+        seq = self.state.next_seq + len(failed)
+        return [*failed, finished_record(response, seq, self._prices)]
 
     async def _run_calls(self, calls: tuple[ToolCall, ...]) -> None:
         async def run_one(call: ToolCall) -> None:
             body = await self._execute(call)
+            reach("after_tool_returned")
             async with self._commit_lock:
                 self._stage([body])
                 await self._commit()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from psych_core import (
     AgentSpec,
@@ -13,9 +13,11 @@ from psych_core import (
     Record,
     RunAdmitted,
     RunState,
+    SecretResolver,
     Store,
     fold_all,
 )
+from psych_runtime.model import PriceTable
 from psych_runtime.runtime._attempt import Attempt
 from psych_runtime.runtime._clock import Clock
 from psych_runtime.runtime._lease import with_lease
@@ -48,11 +50,31 @@ async def execute_claim(
     tools: ToolRegistry,
     clock: Clock,
     ttl: dt.timedelta,
+    should_stop: Callable[[], bool] = lambda: False,
+    secrets: SecretResolver | None = None,
+    prices: PriceTable | None = None,
 ) -> RunState:
-    """Run the claimed attempt until the run ends or suspends; return its state."""
+    """Run the claimed attempt until the run ends, suspends or `should_stop`; return its state.
+
+    Raises `ToolNotRegistered` before doing anything when the run's spec names a tool this
+    worker lacks (a rolling deploy): the caller releases the run for another worker.
+    """
     state = await load_state(store, claim.run_id)
     assert state.admitted is not None
+    assert state.spec is not None
+    missing = tools.missing(state.spec)
+    if missing is not None and not state.ended:
+        raise missing
     attempt = Attempt(
-        store=store, state=state, scope=state.admitted.scope, model=model, tools=tools, clock=clock
+        store=store,
+        state=state,
+        scope=state.admitted.scope,
+        model=model,
+        tools=tools,
+        clock=clock,
+        should_stop=should_stop,
+        resend_for=ttl.total_seconds() / 2,
+        secrets=secrets,
+        prices=prices,
     )
     return await with_lease(store, claim.run_id, claim.attempt, ttl, attempt.run())

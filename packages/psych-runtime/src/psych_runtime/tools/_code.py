@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,20 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from psych_core import SpecError, ToolDefinition
 from psych_runtime.tools._context import ToolContext
+
+
+def _parameter_hints(name: str, function: Callable[..., Any]) -> dict[str, Any]:
+    # Only the parameters describe the tool: a return annotation naming a class the function's
+    # module cannot see (a class local to a test, say) must not stop the tool being described.
+    annotations = dict(getattr(function, "__annotations__", {}))
+    annotations.pop("return", None)
+    holder = types.SimpleNamespace(__annotations__=annotations)
+    try:
+        return typing.get_type_hints(
+            holder, globalns=getattr(function, "__globals__", {}), include_extras=True
+        )
+    except Exception as exc:
+        raise SpecError(f"tool {name!r}: cannot read its parameters' type hints ({exc})") from exc
 
 
 class InvalidArguments(ValueError):
@@ -39,6 +54,7 @@ class CodeFunction:
     description: str
     function: Callable[..., Any]
     arguments_model: type[pydantic.BaseModel]
+    parameters: dict[str, JsonValue]
     context_parameter: str | None
     is_async: bool
 
@@ -48,10 +64,7 @@ class CodeFunction:
         tool_name = name or getattr(function, "__name__", "")
         if not tool_name or tool_name == "<lambda>":
             raise SpecError(f"give tool {function!r} a name: it has no usable __name__")
-        try:
-            hints = typing.get_type_hints(function)
-        except Exception as exc:
-            raise SpecError(f"tool {tool_name!r}: cannot read its type hints ({exc})") from exc
+        hints = _parameter_hints(tool_name, function)
         fields: dict[str, Any] = {}
         context_parameter: str | None = None
         for parameter in inspect.signature(function).parameters.values():
@@ -68,20 +81,21 @@ class CodeFunction:
             __config__=pydantic.ConfigDict(extra="forbid"),
             **fields,
         )
+        parameters: dict[str, JsonValue] = model.model_json_schema()
+        parameters.pop("title", None)
         return cls(
             name=tool_name,
             description=inspect.getdoc(function) or "",
             function=function,
             arguments_model=model,
+            parameters=parameters,
             context_parameter=context_parameter,
             is_async=inspect.iscoroutinefunction(function),
         )
 
     def definition(self, description: str | None = None) -> ToolDefinition:
-        """How the model is offered this tool."""
-        schema: dict[str, JsonValue] = self.arguments_model.model_json_schema()
-        schema.pop("title", None)
-        return ToolDefinition(self.name, description or self.description, schema)
+        """How the model is offered this tool (the schema is built once, when described)."""
+        return ToolDefinition(self.name, description or self.description, self.parameters)
 
     def validate(self, arguments: str) -> dict[str, Any]:
         """Parse and validate the model's argument text; `InvalidArguments` says what is wrong."""

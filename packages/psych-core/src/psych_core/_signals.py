@@ -1,0 +1,85 @@
+"""Signals: what the outside world tells a run, through its inbox.
+
+A signal goes into the run's inbox through the store (`Store.signal`), numbered in commit order.
+Only the attempt holding the run's lease moves inbox entries into the log (as `SignalReceived`
+records carrying the entry's number), at a step boundary, in order: so each log has one writer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+
+class _Signal(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Approve(_Signal):
+    """A person approves a pending tool call, possibly with edited arguments."""
+
+    kind: Literal["approve"] = "approve"
+    call_id: str
+    by: str
+    note: str | None = None
+    arguments: dict[str, JsonValue] | None = None
+
+
+class Deny(_Signal):
+    """A person denies a pending tool call; the model is told who and why."""
+
+    kind: Literal["deny"] = "deny"
+    call_id: str
+    by: str
+    reason: str
+
+
+class Resume(_Signal):
+    """Something external the run waits on has happened; `payload` is what it brought."""
+
+    kind: Literal["resume"] = "resume"
+    payload: JsonValue = None
+
+
+class Cancel(_Signal):
+    """Stop the run (and its children)."""
+
+    kind: Literal["cancel"] = "cancel"
+    reason: str = ""
+    by: str | None = None
+
+
+class UserInput(_Signal):
+    """A message from the user, which the model sees at its next turn."""
+
+    kind: Literal["user_input"] = "user_input"
+    text: str
+
+
+class ChildEnded(_Signal):
+    """A child run ended; written by the child's final append into its parent's inbox."""
+
+    kind: Literal["child_ended"] = "child_ended"
+    child_run_id: str
+    call_id: str
+    status: str
+
+
+Signal = Annotated[
+    Approve | Deny | Resume | Cancel | UserInput | ChildEnded, Field(discriminator="kind")
+]
+"""Any signal a run's inbox can hold."""
+
+
+class InboxEntry(BaseModel):
+    """One signal in a run's inbox: numbered 1, 2, 3, ... in commit order, with its key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    number: int = Field(ge=1)
+    key: str
+    signal: Signal
+    at: dt.datetime

@@ -1,0 +1,377 @@
+"""`Egress`: the one object every outbound HTTP request of the runtime goes through."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import string
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+
+from psych_core import EgressError, EgressRefused, SecretNotFound, SecretResolver
+from psych_runtime.model.egress._policy import (
+    EgressPolicy,
+    HostResolver,
+    ip_literal,
+    system_resolve,
+)
+from psych_runtime.model.egress._redact import Redactor
+
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
+class EgressResponse:
+    """The answer to a request sent through `Egress`.
+
+    Attributes:
+        status: the HTTP status code.
+        headers: the response headers (case-insensitive).
+        url: the URL that was asked for.
+    """
+
+    def __init__(
+        self, response: httpx.Response, *, url: str, fail: Callable[[Exception], EgressError]
+    ) -> None:
+        self._response = response
+        self._fail = fail
+        self.status: int = response.status_code
+        self.headers: Mapping[str, str] = response.headers
+        self.url = url
+        self._body: bytes | None = None
+
+    async def read(self, limit: int = DEFAULT_MAX_RESPONSE_BYTES) -> bytes:
+        """The whole body; `EgressError` when it breaks off or is longer than `limit` bytes.
+
+        Read once, kept: later calls (after `Egress.request`, say) return the same bytes.
+        """
+        if self._body is not None:
+            return self._body
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in self._response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise EgressError(
+                        f"{self.url}: the response is longer than {limit} bytes; refused",
+                        url=self.url,
+                        retryable=False,
+                    )
+                chunks.append(chunk)
+        except httpx.HTTPError as exc:
+            raise self._fail(exc) from None
+        self._body = b"".join(chunks)
+        return self._body
+
+    async def lines(self) -> AsyncIterator[str]:
+        """The body line by line, as it arrives (for server-sent events)."""
+        try:
+            async for line in self._response.aiter_lines():
+                yield line
+        except httpx.HTTPError as exc:
+            raise self._fail(exc) from None
+
+
+class Egress:
+    """Sends outbound HTTP requests, and refuses the ones its policy does not allow.
+
+    Every request is checked before a connection is opened: the scheme (http or https), the
+    host against `EgressPolicy.allow_hosts`, then every address the host resolves to against
+    the policy's address rules. The connection then goes to the checked address (TLS still
+    verifies the host name), so a name cannot resolve to something else in between.
+    Refusals raise `EgressRefused`; connection failures and timeouts raise `EgressError`.
+
+    Secrets are injected by name (`secret_headers`), resolved at send time from `secrets`, and
+    redacted from every error this object raises. The egress owns one `httpx.AsyncClient`,
+    made on first use and closed by `aclose` (or ``async with``). It follows no redirects and
+    reads no proxy settings from the environment.
+
+    Args:
+        policy: where requests may go; `EgressPolicy()` (any public host) when omitted.
+        secrets: where secret values come from.
+        timeout: seconds to wait for each read, write or pool slot.
+        connect_timeout: seconds to wait for a connection.
+        resolver: how host names are resolved; the system resolver when omitted.
+        transport: the httpx transport requests are handed to once the policy passed them
+            (a test double, say); one connection pool per host when omitted.
+    """
+
+    def __init__(
+        self,
+        policy: EgressPolicy | None = None,
+        *,
+        secrets: SecretResolver | None = None,
+        timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        resolver: HostResolver | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.policy = policy or EgressPolicy()
+        self.secrets = secrets
+        self._redactor = Redactor(secrets)
+        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
+        self._guard = _GuardedTransport(self.policy, resolver or system_resolve, transport)
+        self._client: httpx.AsyncClient | None = None
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret value this egress knows replaced by ``[redacted:NAME]``."""
+        return self._redactor.text(text)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        secret_headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        content: bytes | None = None,
+        timeout: float | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> EgressResponse:
+        """Send a request and read the whole response.
+
+        Args:
+            method: the HTTP method.
+            url: an ``http`` or ``https`` URL.
+            headers: plain headers.
+            secret_headers: headers whose values name secrets in braces, e.g.
+                ``{"Authorization": "Bearer {OPENAI_API_KEY}"}``; filled in at send time.
+            json: a body to send as JSON.
+            content: a raw body.
+            timeout: seconds for this request, instead of the egress's own.
+            max_response_bytes: a longer response is refused with `EgressError`.
+        """
+        async with self.stream(
+            method,
+            url,
+            headers=headers,
+            secret_headers=secret_headers,
+            json=json,
+            content=content,
+            timeout=timeout,
+        ) as response:
+            await response.read(max_response_bytes)
+            return response
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        secret_headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        content: bytes | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[EgressResponse]:
+        """Send a request and yield the response with its body still to read.
+
+        ``async with egress.stream("POST", url, json=body) as response:``, then
+        ``async for line in response.lines()``. Arguments as for `request`.
+        """
+        shown = self.redact(url)
+        all_headers = dict(headers or {})
+        all_headers.update(await self._fill(secret_headers or {}))
+        client = self._http()
+
+        def fail(exc: Exception) -> EgressError:
+            return self._failure(method, shown, exc)
+
+        try:
+            request = client.build_request(
+                method,
+                url,
+                headers=all_headers,
+                json=json,
+                content=content,
+                timeout=httpx.Timeout(timeout) if timeout is not None else self._timeout,
+            )
+            response = await client.send(request, stream=True)
+        except EgressRefused as exc:
+            # The guard knows nothing of secrets: redact its message here.
+            raise EgressRefused(
+                self.redact(str(exc)), url=shown, host=exc.host, address=exc.address
+            ) from None
+        except EgressError as exc:
+            raise EgressError(self.redact(str(exc)), url=shown, retryable=exc.retryable) from None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise fail(exc) from None
+        try:
+            yield EgressResponse(response, url=shown, fail=fail)
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        """Close every connection this egress holds, and the transport it was given."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+        await self._guard.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                transport=self._guard,
+                timeout=self._timeout,
+                follow_redirects=False,
+                trust_env=False,
+            )
+        return self._client
+
+    async def _fill(self, templates: Mapping[str, str]) -> dict[str, str]:
+        filled: dict[str, str] = {}
+        for header, template in templates.items():
+            values: dict[str, str] = {}
+            for _literal, name, _spec, _conversion in string.Formatter().parse(template):
+                if name is None or name in values:
+                    continue
+                values[name] = await self._secret(name)
+            filled[header] = template.format_map(values)
+        return filled
+
+    async def _secret(self, name: str) -> str:
+        if self.secrets is None:
+            raise SecretNotFound(
+                name, "this Egress", "it has no SecretResolver: pass secrets=... to Egress"
+            )
+        value = await self.secrets.resolve(name)
+        if value is None:
+            raise SecretNotFound(name, repr(self.secrets))
+        return value
+
+    def _failure(self, method: str, url: str, exc: Exception) -> EgressError:
+        if isinstance(exc, httpx.TimeoutException):
+            what = {
+                httpx.ConnectTimeout: "connecting",
+                httpx.ReadTimeout: "waiting for the response",
+                httpx.WriteTimeout: "sending the request",
+                httpx.PoolTimeout: "waiting for a free connection",
+            }.get(type(exc), "")
+            message = f"{method} {url}: timed out {what}".rstrip()
+            return EgressError(f"{message}; retry later or raise the timeout", url=url)
+        retryable = isinstance(exc, httpx.TransportError) and not isinstance(
+            exc, httpx.UnsupportedProtocol
+        )
+        detail = self.redact(str(exc)) or type(exc).__name__
+        return EgressError(
+            f"{method} {url}: {type(exc).__name__}: {detail}", url=url, retryable=retryable
+        )
+
+
+class _GuardedTransport(httpx.AsyncBaseTransport):
+    """Checks each request against the policy, then sends it to the checked address."""
+
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        resolve: HostResolver,
+        shared: httpx.AsyncBaseTransport | None,
+    ) -> None:
+        self._policy = policy
+        self._resolve = resolve
+        self._shared = shared
+        # One pool per host name: a connection made for one name is never reused for another
+        # name that resolves to the same address.
+        self._pools: dict[str, httpx.AsyncBaseTransport] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        shown = str(url.copy_with(query=None, fragment=None))
+        host = url.host
+        if url.scheme not in ("http", "https"):
+            raise EgressRefused(
+                f"{shown}: only http and https requests may leave", url=shown, host=host
+            )
+        if not self._policy.host_allowed(host):
+            allowed = ", ".join(self._policy.allow_hosts or ())
+            raise EgressRefused(
+                f"{shown}: host {host!r} is not on the egress allowlist ({allowed}); "
+                "add it to EgressPolicy(allow_hosts=...)",
+                url=shown,
+                host=host,
+            )
+        addresses = await self._addresses(host, url.port or _default_port(url.scheme), shown)
+        for address in addresses:
+            refusal = self._policy.address_refusal(ipaddress.ip_address(address))
+            if refusal is not None:
+                said = host if host == address else f"{host} ({address})"
+                raise EgressRefused(
+                    f"{shown}: refused before connecting: {said} is {refusal}",
+                    url=shown,
+                    host=host,
+                    address=address,
+                )
+        transport = self._pool(host)
+        failure: httpx.ConnectError | None = None
+        for address in addresses:
+            try:
+                return await transport.handle_async_request(_pinned(request, address))
+            except httpx.ConnectError as exc:
+                failure = exc  # try the host's next address
+        assert failure is not None
+        raise failure
+
+    async def aclose(self) -> None:
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            await pool.aclose()
+        if self._shared is not None:
+            await self._shared.aclose()
+
+    async def _addresses(self, host: str, port: int, shown: str) -> list[str]:
+        literal = ip_literal(host)
+        if literal is not None:
+            return [str(literal)]
+        try:
+            found = list(await self._resolve(host, port))
+        except (OSError, socket.gaierror) as exc:
+            raise EgressError(
+                f"{shown}: cannot resolve host {host!r} ({exc}); check the name and the network",
+                url=shown,
+            ) from None
+        if not found:
+            raise EgressError(f"{shown}: host {host!r} resolves to no address", url=shown)
+        return found
+
+    def _pool(self, host: str) -> httpx.AsyncBaseTransport:
+        if self._shared is not None:
+            return self._shared
+        pool = self._pools.get(host)
+        if pool is None:
+            pool = self._pools[host] = httpx.AsyncHTTPTransport(retries=0)
+        return pool
+
+
+def _pinned(request: httpx.Request, address: str) -> httpx.Request:
+    # The Host header stays the name; TLS is told the name for SNI and certificate checks.
+    extensions = dict(request.extensions)
+    if request.url.scheme == "https":
+        extensions.setdefault("sni_hostname", request.url.host)
+    return httpx.Request(
+        request.method,
+        request.url.copy_with(host=address),
+        headers=request.headers,
+        stream=request.stream,
+        extensions=extensions,
+    )
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80

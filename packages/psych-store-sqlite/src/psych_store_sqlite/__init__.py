@@ -1,0 +1,19 @@
+"""psych_store_sqlite: Psych Runtime's embedded durable store.
+
+`SQLiteStore` keeps runs, their logs and their specs in one SQLite file that the processes of
+one host share: a request handler admits runs, worker processes claim and run them. It
+passes the store contract suite (`psych_runtime.testing.store_contract`) unchanged.
+"""
+
+from psych_store_sqlite._schema import LATEST_VERSION as SCHEMA_VERSION
+from psych_store_sqlite._store import DEFAULT_LIMITS, SQLiteStore
+
+__all__ = ["DEFAULT_LIMITS", "SCHEMA_VERSION", "SQLiteStore"]
+
+
+def _claim_exports() -> None:
+    # Exports report this package as their home: users see one public name for each.
+    SQLiteStore.__module__ = __name__
+
+
+_claim_exports()

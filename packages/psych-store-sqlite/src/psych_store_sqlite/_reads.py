@@ -1,0 +1,135 @@
+"""The store's reads, as plain functions of a connection (the reader lane's).
+
+Each is one statement, so it sees one committed state of the file (WAL snapshot).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from psych_core import FINAL_STATUSES, Page, Record, RunQuery, RunRow
+from psych_store_sqlite._time import from_micros
+
+FINAL = tuple(sorted(FINAL_STATUSES))
+NOT_FINAL = f"status NOT IN ({', '.join('?' * len(FINAL))})"
+"""A WHERE clause (with `FINAL` as its parameters) for runs that have not ended."""
+
+_ROW_COLUMNS = (
+    "n, run_id, tenant, agent, spec_version, status, waiting, parent_run_id, attempt, "
+    "lease_owner, lease_expires_at, runnable_at, next_seq, inbox_last, created_at, updated_at"
+)
+
+
+def _run_row(row: tuple[Any, ...]) -> RunRow:
+    (
+        _n,
+        run_id,
+        tenant,
+        agent,
+        spec_version,
+        status,
+        waiting,
+        parent_run_id,
+        attempt,
+        lease_owner,
+        lease_expires_at,
+        runnable_at,
+        next_seq,
+        inbox_last,
+        created_at,
+        updated_at,
+    ) = row
+    return RunRow(
+        run_id=run_id,
+        tenant=tenant,
+        agent=agent,
+        spec_version=spec_version,
+        status=status,
+        waiting=waiting,
+        parent_run_id=parent_run_id,
+        attempt=attempt,
+        lease_owner=lease_owner,
+        lease_expires_at=None if lease_expires_at is None else from_micros(lease_expires_at),
+        runnable_at=None if runnable_at is None else from_micros(runnable_at),
+        next_seq=next_seq,
+        inbox_last=inbox_last,
+        created_at=from_micros(created_at),
+        updated_at=from_micros(updated_at),
+    )
+
+
+def read(conn: sqlite3.Connection, run_id: str, after_seq: int, limit: int | None) -> list[Record]:
+    """The records after `after_seq`, in seq order, at most `limit`."""
+    rows = conn.execute(
+        "SELECT body FROM psych_records WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (run_id, after_seq, -1 if limit is None else limit),
+    ).fetchall()
+    return [Record.model_validate_json(body) for (body,) in rows]
+
+
+def get_run(conn: sqlite3.Connection, tenant: str, run_id: str) -> RunRow | None:
+    """The run row, if the run exists in `tenant`."""
+    row = conn.execute(
+        f"SELECT {_ROW_COLUMNS} FROM psych_runs WHERE run_id = ? AND tenant = ?",
+        (run_id, tenant),
+    ).fetchone()
+    return None if row is None else _run_row(row)
+
+
+def list_runs(conn: sqlite3.Connection, tenant: str, query: RunQuery) -> Page[RunRow]:
+    """The tenant's runs, newest first; the cursor is the creation number of the last one."""
+    where = ["tenant = ?"]
+    params: list[object] = [tenant]
+    if query.status is not None:
+        where.append("status = ?")
+        params.append(query.status)
+    if query.parent_run_id is not None:
+        where.append("parent_run_id = ?")
+        params.append(query.parent_run_id)
+    if query.cursor is not None:
+        where.append("n < ?")
+        params.append(_cursor(query.cursor))
+    params.append(max(query.limit, 0) + 1)
+    rows = conn.execute(
+        f"SELECT {_ROW_COLUMNS} FROM psych_runs WHERE {' AND '.join(where)} "
+        "ORDER BY n DESC LIMIT ?",
+        params,
+    ).fetchall()
+    page = rows[: max(query.limit, 0)]
+    more = len(rows) > len(page)
+    return Page(
+        items=tuple(_run_row(row) for row in page),
+        next_cursor=str(page[-1][0]) if more and page else None,
+    )
+
+
+def _cursor(cursor: str) -> int:
+    try:
+        return int(cursor)
+    except ValueError:
+        raise ValueError(
+            f"cursor {cursor!r} was not issued by this store; pass a Page.next_cursor, or "
+            "None for the first page"
+        ) from None
+
+
+def next_seq(conn: sqlite3.Connection, run_id: str) -> int | None:
+    """The run's next seq, or None when there is no such run."""
+    row = conn.execute("SELECT next_seq FROM psych_runs WHERE run_id = ?", (run_id,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def claimable(conn: sqlite3.Connection, now: int) -> bool:
+    """Whether some run can be claimed at `now`."""
+    row = conn.execute(
+        f"SELECT 1 FROM psych_runs WHERE runnable_at <= ? AND {NOT_FINAL} LIMIT 1",
+        (now, *FINAL),
+    ).fetchone()
+    return row is not None
+
+
+def get_spec(conn: sqlite3.Connection, version: str) -> str | None:
+    """The spec JSON stored under `version`."""
+    row = conn.execute("SELECT spec_json FROM psych_specs WHERE version = ?", (version,)).fetchone()
+    return None if row is None else str(row[0])

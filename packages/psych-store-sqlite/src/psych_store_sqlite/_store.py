@@ -1,0 +1,253 @@
+"""`SQLiteStore`: the embedded durable store, one file shared by the processes of one host."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from functools import partial
+from types import TracebackType
+from typing import Self
+
+from psych_core import NewRun, Record, Store, StoreLimits
+from psych_core.ports import (
+    AppendResult,
+    Batch,
+    Claim,
+    Page,
+    RenewResult,
+    RunQuery,
+    RunRow,
+)
+from psych_store_sqlite import _reads, _writes
+from psych_store_sqlite._connection import Lane, open_connection, write_transaction
+from psych_store_sqlite._schema import migrate
+from psych_store_sqlite._time import from_micros, now_micros, to_micros, ttl_micros
+
+DEFAULT_LIMITS = StoreLimits(
+    max_record_bytes=4 * 1024 * 1024,
+    max_append_records=1000,
+    max_append_bytes=16 * 1024 * 1024,
+)
+"""What one append may carry unless the store is given other limits."""
+
+_FIRST_POLL = 0.005
+_LAST_POLL = 0.2
+
+
+class SQLiteStore(Store):
+    """A `Store` in one SQLite file, shared by any number of processes on one host.
+
+    Every sqlite call runs off the event loop, on two threads the store owns: one writes
+    (each write is one ``BEGIN IMMEDIATE`` transaction), one reads. The file is in WAL mode
+    with ``synchronous=FULL``: a write is on disk when the call returns, and readers never
+    wait for writers. Processes that write at once take turns, each waiting up to
+    `busy_timeout` seconds; past it the call raises `StoreUnavailable` (safe to retry).
+
+    Leases are timed by the host's clock, read inside each write transaction; every process
+    on the host reads the same clock. The file must be on a local disk: WAL does not work on
+    network file systems, so do not share the file between hosts.
+
+    Call `migrate` once before use (it is safe in every process at start-up), and `close`
+    (or use ``async with``) when done. Create the store in the process that uses it: its
+    threads do not survive a fork.
+
+    Args:
+        path: the database file; created when it does not exist.
+        busy_timeout: seconds a write waits for another process's write transaction.
+        limits: the largest record and batch one append may carry.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 5.0,
+        limits: StoreLimits = DEFAULT_LIMITS,
+    ) -> None:
+        self._path = os.fspath(path)
+        if self._path in ("", ":memory:") or self._path.startswith("file::memory:"):
+            raise ValueError(
+                "SQLiteStore needs a file that several connections share, not an in-memory "
+                "database; use psych_runtime.MemoryStore for a store that dies with the process"
+            )
+        if busy_timeout <= 0:
+            raise ValueError(f"busy_timeout must be positive, not {busy_timeout}")
+        self._busy_timeout = busy_timeout
+        self._limits = limits
+        self._writer = Lane(
+            "psych-sqlite-write",
+            partial(open_connection, self._path, busy_timeout, read_only=False),
+            self._path,
+            busy_timeout,
+        )
+        self._reader = Lane(
+            "psych-sqlite-read",
+            partial(open_connection, self._path, busy_timeout, read_only=True),
+            self._path,
+            busy_timeout,
+        )
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return self._path
+
+    @property
+    def limits(self) -> StoreLimits:
+        """The largest record and batch this store accepts."""
+        return self._limits
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._path!r})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close both connections and end the store's threads. Calling it again does nothing."""
+        try:
+            await self._writer.close()
+        finally:
+            await self._reader.close()
+
+    async def migrate(self) -> None:
+        """Create or upgrade the schema: numbered steps in one transaction, safe to run at
+        once from several processes."""
+        await self._writer.run(lambda conn: migrate(conn, self._path))
+
+    async def pragmas(self) -> dict[str, str | int]:
+        """The settings in force on the writing connection, for operators and tests:
+        ``journal_mode``, ``synchronous`` (2 is FULL), ``busy_timeout`` (ms), ``foreign_keys``."""
+
+        def read(conn: sqlite3.Connection) -> dict[str, str | int]:
+            return {
+                name: conn.execute(f"PRAGMA {name}").fetchone()[0]
+                for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
+            }
+
+        return await self._writer.run(read)
+
+    # -- runs and their logs ----------------------------------------------------------------
+
+    async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
+        """Insert the run row and record 0 in one transaction; see `Store.create_run`."""
+        text = first.model_dump_json()
+        limits = self._limits
+        return await self._write(
+            lambda conn, clock: _writes.create_run(conn, run, first, text, limits, clock)
+        )
+
+    async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
+        """Add a batch in one transaction; see `Store.append` for the checks and their order."""
+        if batch.index.due_at is not None:
+            to_micros(batch.index.due_at, "due_at")
+        encoded = _writes.encode(run_id, batch, self._limits)
+        inbox_last = await self._write(
+            lambda conn, clock: _writes.append(conn, run_id, attempt, batch, encoded, clock)
+        )
+        return AppendResult(inbox_last)
+
+    async def read(
+        self, run_id: str, after_seq: int = -1, limit: int | None = None
+    ) -> list[Record]:
+        """The records after `after_seq`, in seq order, at most `limit`."""
+        return await self._reader.run(lambda conn: _reads.read(conn, run_id, after_seq, limit))
+
+    # -- leases -----------------------------------------------------------------------------
+
+    async def claim(
+        self,
+        worker_id: str,
+        ttl: dt.timedelta,
+        *,
+        run_id: str | None = None,
+        max_attempts: int = 10,
+    ) -> Claim | None:
+        """Take the oldest claimable run in one transaction; see `Store.claim`."""
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+        lease = ttl_micros(ttl)
+        return await self._write(
+            lambda conn, clock: _writes.claim(conn, worker_id, lease, run_id, max_attempts, clock)
+        )
+
+    async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
+        """Extend the lease of the current attempt; see `Store.renew`."""
+        lease = ttl_micros(ttl)
+        expires, inbox_last = await self._write(
+            lambda conn, clock: _writes.renew(conn, run_id, attempt, lease, clock)
+        )
+        return RenewResult(from_micros(expires), inbox_last)
+
+    async def release(
+        self, run_id: str, attempt: int, runnable_at: dt.datetime | None = None
+    ) -> None:
+        """Give up the current attempt's lease; see `Store.release`."""
+        at = None if runnable_at is None else to_micros(runnable_at, "runnable_at")
+        await self._write(lambda conn, clock: _writes.release(conn, run_id, attempt, at, clock))
+
+    # -- listing, specs, deletion -----------------------------------------------------------
+
+    async def get_run(self, tenant: str, run_id: str) -> RunRow | None:
+        """The run row, if the run exists in `tenant`."""
+        return await self._reader.run(lambda conn: _reads.get_run(conn, tenant, run_id))
+
+    async def list_runs(self, tenant: str, query: RunQuery) -> Page[RunRow]:
+        """The tenant's runs, newest first; see `Store.list_runs`."""
+        return await self._reader.run(lambda conn: _reads.list_runs(conn, tenant, query))
+
+    async def put_spec(self, version: str, spec_json: str) -> None:
+        """Keep a spec's JSON under its version; a version stored already is left as it is."""
+        await self._writer.run(
+            lambda conn: write_transaction(conn, lambda c: _writes.put_spec(c, version, spec_json))
+        )
+
+    async def get_spec(self, version: str) -> str | None:
+        """The spec JSON stored under `version`."""
+        return await self._reader.run(lambda conn: _reads.get_spec(conn, version))
+
+    async def delete_run(self, tenant: str, run_id: str) -> bool:
+        """Delete the run, its records and its idempotency key in one transaction."""
+        return await self._writer.run(
+            lambda conn: write_transaction(conn, lambda c: _writes.delete_run(c, tenant, run_id))
+        )
+
+    # -- waiting ----------------------------------------------------------------------------
+
+    async def wait(self, run_id: str | None, after_seq: int, timeout: float) -> None:
+        """Poll, backing off from 5 ms to 200 ms, until the run's log passes `after_seq` (with
+        None: until some run is claimable), or `timeout` seconds pass."""
+        deadline = time.monotonic() + timeout
+        delay = _FIRST_POLL
+        while True:
+            if run_id is None:
+                ready = await self._reader.run(partial(_reads.claimable, now=now_micros()))
+            else:
+                seq = await self._reader.run(lambda conn: _reads.next_seq(conn, run_id))
+                ready = seq is None or seq - 1 > after_seq
+            remaining = deadline - time.monotonic()
+            if ready or remaining <= 0:
+                return
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, _LAST_POLL)
+
+    # -- internals --------------------------------------------------------------------------
+
+    async def _write[T](self, job: Callable[[sqlite3.Connection, _writes.Clock], T]) -> T:
+        """Run a write function in one ``BEGIN IMMEDIATE`` transaction on the writer lane,
+        giving it the host's clock."""
+        return await self._writer.run(
+            lambda conn: write_transaction(conn, lambda c: job(c, now_micros))
+        )

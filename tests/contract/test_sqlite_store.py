@@ -1,0 +1,362 @@
+"""SQLiteStore passes the store contract suite, each test on a fresh file; then what is its own:
+several processes on one file, migrations, the settings in force, sqlite errors translated."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import gc
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from psych_core import (
+    AttemptStarted,
+    Batch,
+    NewRun,
+    Record,
+    RunAdmitted,
+    RunIndex,
+    RunQuery,
+    Scope,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    ToolCallFinished,
+)
+from psych_runtime.testing.store_contract import StoreContract
+from psych_store_sqlite import SCHEMA_VERSION, SQLiteStore
+
+pytestmark = pytest.mark.contract
+
+PROCESS = Path(__file__).with_name("_sqlite_process.py")
+LEASE = dt.timedelta(seconds=60)
+
+
+class TestSQLiteStore(StoreContract):
+    @pytest.fixture(autouse=True)
+    def _folder(self, tmp_path: Path) -> None:
+        self.folder = tmp_path
+
+    async def create_store(self) -> SQLiteStore:
+        store = SQLiteStore(self.folder / "psych.db")
+        await store.migrate()
+        return store
+
+    async def close_store(self, store: Store) -> None:
+        assert isinstance(store, SQLiteStore)
+        await store.close()
+
+
+# -- what is SQLite's own ------------------------------------------------------------------
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    async with SQLiteStore(tmp_path / "psych.db") as store:
+        await store.migrate()
+        yield store
+
+
+async def admit(store: Store, run_id: str, tenant: str = "t") -> None:
+    first = Record(
+        run_id=run_id,
+        seq=0,
+        attempt=0,
+        at=dt.datetime.now(dt.UTC),
+        body=RunAdmitted(
+            agent="a", spec_version="sha256:s", input="hi", scope=Scope(tenant=tenant)
+        ),
+    )
+    new = NewRun(run_id=run_id, tenant=tenant, agent="a", spec_version="sha256:s")
+    assert await store.create_run(new, first) == (run_id, True)
+
+
+def start(db: Path, go: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(PROCESS), str(db), str(go), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_ready(processes: Sequence[subprocess.Popen[str]]) -> None:
+    """Wait until every process has started and opened its store."""
+    for process in processes:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "ready\n", process.communicate(timeout=30)
+
+
+def open_gate(go: Path, until: float = 0.0) -> None:
+    """Let the waiting processes go at once; those that poll stop at `until` (Unix time)."""
+    gate = go.with_suffix(".tmp")
+    gate.write_text(str(until))
+    gate.rename(go)
+
+
+def finish(processes: Sequence[subprocess.Popen[str]]) -> list[set[str]]:
+    """Wait for every process; each must exit 0. Returns the runs each one won."""
+    won: list[set[str]] = []
+    for process in processes:
+        out, err = process.communicate(timeout=90)
+        assert process.returncode == 0, err
+        lines = [line.split() for line in out.splitlines()]
+        assert all(line[0] == "won" for line in lines), out
+        won.append({line[1] for line in lines})
+    return won
+
+
+async def race(processes: Sequence[subprocess.Popen[str]], go: Path) -> list[set[str]]:
+    """Start the processes together and wait for them to end."""
+
+    def run() -> list[set[str]]:
+        wait_ready(processes)
+        open_gate(go)
+        return finish(processes)
+
+    return await asyncio.to_thread(run)
+
+
+async def assert_finished_once(store: SQLiteStore, run_ids: Sequence[str]) -> None:
+    for run_id in run_ids:
+        log = await store.read(run_id)
+        assert [record.seq for record in log] == [0, 1, 2, 3], run_id
+        assert isinstance(log[1].body, AttemptStarted) and log[1].attempt == 1
+        row = await store.get_run("t", run_id)
+        assert row is not None and (row.status, row.attempt, row.lease_owner) == (
+            "completed",
+            1,
+            None,
+        )
+
+
+async def test_two_processes_share_the_runs_of_one_file(store: SQLiteStore, tmp_path: Path) -> None:
+    run_ids = [f"run-{i:03}" for i in range(60)]
+    for run_id in run_ids:
+        await admit(store, run_id)
+    go = tmp_path / "go"
+    processes = [start(Path(store.path), go, "work", f"worker-{n}") for n in range(2)]
+    first, second = await race(processes, go)
+    assert first | second == set(run_ids)
+    assert not first & second, "no run was claimed by both processes"
+    await assert_finished_once(store, run_ids)
+
+
+async def test_two_processes_race_for_each_run_and_exactly_one_wins(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    # Both processes poll; the runs become claimable one at a time, 20 ms apart, so the two
+    # race for every one of them.
+    run_ids = [f"run-{i:03}" for i in range(40)]
+    for run_id in run_ids:
+        await admit(store, run_id)
+        assert await store.claim("setup", LEASE, run_id=run_id) is not None
+    go = tmp_path / "go"
+    processes = [start(Path(store.path), go, "poll", f"worker-{n}") for n in range(2)]
+    await asyncio.to_thread(wait_ready, processes)
+    base = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=0.3)
+    for i, run_id in enumerate(run_ids):
+        await store.release(run_id, 1, base + dt.timedelta(seconds=0.02 * i))
+    open_gate(go, until=base.timestamp() + 0.02 * len(run_ids) + 1.0)
+    first, second = await asyncio.to_thread(finish, processes)
+    assert first | second == set(run_ids) and not first & second
+    for run_id in run_ids:
+        log = await store.read(run_id)
+        assert [record.seq for record in log] == [0, 1, 2, 3, 4], run_id
+        assert [record.attempt for record in log] == [0, 1, 2, 2, 2], "one winner, attempt 2"
+        row = await store.get_run("t", run_id)
+        assert row is not None and (row.status, row.attempt) == ("completed", 2)
+
+
+async def test_migrations_run_at_once_from_several_processes(tmp_path: Path) -> None:
+    db, go = tmp_path / "fresh.db", tmp_path / "go"
+    processes = [start(db, go, "migrate") for _ in range(4)]
+    await race(processes, go)
+    with sqlite3.connect(db) as conn:
+        versions = conn.execute("SELECT version FROM psych_schema_version").fetchall()
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+    conn.close()
+    assert versions == [(SCHEMA_VERSION,)]
+    assert {"psych_runs", "psych_records", "psych_specs", "psych_schema_version"} <= tables
+    async with SQLiteStore(db) as store:
+        await store.migrate()  # again: nothing to do
+        await admit(store, "run-1")
+        assert len(await store.read("run-1")) == 1
+
+
+async def test_migrate_again_keeps_the_data(store: SQLiteStore) -> None:
+    await admit(store, "run-1")
+    await store.migrate()
+    assert len(await store.read("run-1")) == 1
+
+
+async def test_a_schema_newer_than_the_package_is_refused(store: SQLiteStore) -> None:
+    with sqlite3.connect(store.path) as conn:
+        conn.execute(
+            "INSERT INTO psych_schema_version VALUES (?, 'from the future', 'now')",
+            (SCHEMA_VERSION + 1,),
+        )
+    conn.close()
+    with pytest.raises(StoreError, match="upgrade psych-store-sqlite"):
+        await store.migrate()
+
+
+async def test_a_file_without_the_schema_says_to_migrate(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "empty.db") as store:
+        with pytest.raises(StoreError, match=r"store\.migrate\(\)"):
+            await store.get_run("t", "run-1")
+
+
+async def test_the_settings_are_in_force(store: SQLiteStore) -> None:
+    assert await store.pragmas() == {
+        "journal_mode": "wal",
+        "synchronous": 2,
+        "busy_timeout": 5000,
+        "foreign_keys": 1,
+    }
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",), "kept in the file"
+    conn.close()
+
+
+async def test_data_outlives_the_store(tmp_path: Path) -> None:
+    db = tmp_path / "psych.db"
+    async with SQLiteStore(db) as first:
+        await first.migrate()
+        await admit(first, "run-1")
+        await first.put_spec("sha256:s", "{}")
+    async with SQLiteStore(db) as second:
+        claim = await second.claim("worker-1", LEASE)
+        assert claim is not None and claim.run_id == "run-1"
+        assert await second.get_spec("sha256:s") == "{}"
+
+
+async def test_a_lock_held_past_the_busy_timeout_is_unavailable(tmp_path: Path) -> None:
+    db = tmp_path / "psych.db"
+    async with SQLiteStore(db, busy_timeout=0.3) as store:
+        await store.migrate()
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="busy timeout"):
+            await admit(store, "run-1")
+        waited = time.monotonic() - started
+        ticker.cancel()
+        assert waited >= 0.25, "the write waited for the lock"
+        assert ticks >= 10, "the event loop kept running while the write waited"
+        assert len(await store.read("run-1")) == 0, "reads do not wait for the writer"
+        holder.execute("ROLLBACK")
+        holder.close()
+        await admit(store, "run-1")
+        assert len(await store.read("run-1")) == 1
+
+
+async def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    db = tmp_path / "not.db"
+    db.write_bytes(b"this is not a database, " * 200)
+    async with SQLiteStore(db) as store:
+        with pytest.raises(StoreError, match="not a database") as refused:
+            await store.migrate()
+        assert not isinstance(refused.value, StoreUnavailable)
+
+
+async def test_a_folder_that_does_not_exist_is_unavailable(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "missing" / "psych.db") as store:
+        with pytest.raises(StoreUnavailable):
+            await store.migrate()
+
+
+async def test_a_closed_store_refuses_calls(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "psych.db")
+    await store.migrate()
+    await store.close()
+    await store.close()
+    with pytest.raises(StoreError, match="closed"):
+        await store.get_run("t", "run-1")
+
+
+def test_in_memory_databases_are_refused() -> None:
+    for path in (":memory:", ""):
+        with pytest.raises(ValueError, match="MemoryStore"):
+            SQLiteStore(path)
+
+
+async def test_a_record_is_kept_as_json_text(store: SQLiteStore) -> None:
+    await admit(store, "run-1")
+    claim = await store.claim("worker-1", LEASE)
+    assert claim is not None
+    record = Record(
+        run_id="run-1",
+        seq=2,
+        attempt=1,
+        at=dt.datetime.now(dt.UTC),
+        body=ToolCallFinished(call_id="2.0", result="ok ✓"),
+    )
+    await store.append("run-1", 1, Batch((record,), "b-2", RunIndex(status="running")))
+    with sqlite3.connect(store.path) as conn:
+        rows = conn.execute(
+            "SELECT seq, attempt, batch_id, body FROM psych_records WHERE run_id = ? ORDER BY seq",
+            ("run-1",),
+        ).fetchall()
+    conn.close()
+    assert [(seq, attempt, batch) for seq, attempt, batch, _ in rows] == [
+        (0, 0, None),
+        (1, 1, None),
+        (2, 1, "b-2"),
+    ]
+    assert rows[2][3] == record.model_dump_json()
+    page = await store.list_runs("t", RunQuery())
+    assert [row.next_seq for row in page.items] == [3]
+
+
+def _store_threads() -> set[threading.Thread]:
+    return {thread for thread in threading.enumerate() if thread.name.startswith("psych-sqlite")}
+
+
+async def _ended(threads: set[threading.Thread]) -> bool:
+    def join_all() -> None:
+        for thread in threads:
+            thread.join(5)
+
+    await asyncio.to_thread(join_all)
+    return not any(thread.is_alive() for thread in threads)
+
+
+async def test_close_ends_the_store_threads(tmp_path: Path) -> None:
+    before = _store_threads()
+    store = SQLiteStore(tmp_path / "psych.db")
+    await store.migrate()
+    await store.get_spec("sha256:s")
+    mine = _store_threads() - before
+    assert len(mine) == 2, "one thread writes, one reads"
+    await store.close()
+    assert await _ended(mine)
+
+
+async def test_a_store_dropped_without_close_still_ends_its_threads(tmp_path: Path) -> None:
+    before = _store_threads()
+    store = SQLiteStore(tmp_path / "psych.db")
+    await store.migrate()
+    await store.get_spec("sha256:s")
+    mine = _store_threads() - before
+    del store
+    gc.collect()
+    assert await _ended(mine)

@@ -1,0 +1,92 @@
+"""Property tests of the reducer on logs the simulator and the runtime write."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from psych_core import RunState, fold, fold_all
+from psych_runtime import FoldError, Record, RunCompleted, ToolCallFinished
+from tests.unit._simulate import SPEC, T0, completed_log, messages_json, simulate
+
+
+def _same(a: RunState, b: RunState) -> None:
+    assert replace(a, conversation=b.conversation) == b
+    assert messages_json(a) == messages_json(b)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_prefix_of_a_valid_log_folds(data: st.DataObject) -> None:
+    records = simulate(data)
+    state = RunState.empty("R1", SPEC)
+    for index, record in enumerate(records):
+        # Folding from scratch any prefix gives the state folded so far.
+        state = fold(state, record)
+        if index % 7 == 0 or index == len(records) - 1:
+            _same(fold_all(RunState.empty("R1", SPEC), records[: index + 1]), state)
+    assert state.ended or len(records) >= 120
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.integers(1, 10))
+def test_folding_record_by_record_equals_folding_the_whole_log(
+    data: st.DataObject, chunk: int
+) -> None:
+    records = simulate(data)
+    whole = fold_all(RunState.empty("R1", SPEC), records)
+    incremental = RunState.empty("R1", SPEC)
+    for start in range(0, len(records), chunk):
+        incremental = fold_all(incremental, records[start : start + chunk])
+    _same(incremental, whole)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_log_read_back_from_json_folds_to_the_same_state(data: st.DataObject) -> None:
+    records = simulate(data)
+    parsed = [Record.model_validate_json(record.model_dump_json()) for record in records]
+    assert parsed == records
+    _same(
+        fold_all(RunState.empty("R1", SPEC), parsed), fold_all(RunState.empty("R1", SPEC), records)
+    )
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_record_out_of_place_is_an_error_naming_run_and_seq(data: st.DataObject) -> None:
+    records = simulate(data)
+    state = fold_all(RunState.empty("R1", SPEC), records[:-1])
+    last = records[-1]
+    with pytest.raises(FoldError, match=r"run R1, seq \d+: seq skips the log"):
+        fold(state, last.model_copy(update={"seq": last.seq + 1}))
+    with pytest.raises(FoldError, match=r"run R1, seq \d+: seq repeats the log"):
+        fold(fold(state, last), last)
+
+
+def test_records_after_the_end_and_unknown_calls_are_refused() -> None:
+    log = completed_log()
+    state = fold_all(RunState.empty("R1", SPEC), log)
+    assert state.status == "completed"
+    extra = Record(run_id="R1", seq=state.next_seq, attempt=1, at=T0, body=RunCompleted())
+    with pytest.raises(FoldError, match="after the run ended"):
+        fold(state, extra)
+    running = fold_all(RunState.empty("R1", SPEC), log[:4])
+    stray = Record(
+        run_id="R1",
+        seq=running.next_seq,
+        attempt=1,
+        at=T0,
+        body=ToolCallFinished(call_id="99.0", result=None),
+    )
+    with pytest.raises(FoldError, match=r"run R1, seq 4: .*unknown call 99\.0"):
+        fold(running, stray)
+
+
+def test_a_log_must_start_with_run_admitted() -> None:
+    log = completed_log()
+    with pytest.raises(FoldError, match="log starts with attempt_started"):
+        fold(RunState.empty("R1", SPEC), log[1].model_copy(update={"seq": 0}))
