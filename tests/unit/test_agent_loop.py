@@ -17,7 +17,6 @@ from psych_runtime import (
     ModelError,
     ModelRef,
     RunFailed,
-    SpecError,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
@@ -317,12 +316,6 @@ async def test_a_spec_naming_an_unregistered_tool_is_refused_before_anything_is_
         with pytest.raises(ToolNotRegistered, match=r"names tool 'lookup_order'.*tools=\[\.\.\.\]"):
             await s.ask(make_spec(CodeTool(name="lookup_order")), "?")
         assert (await s.store.list_runs()).items == ()
-
-
-async def test_approval_is_refused_rather_than_skipped() -> None:
-    async with psych_runtime.session(FakeModel(), tools=[lookup_order]) as s:
-        with pytest.raises(SpecError, match="requires approval"):
-            await s.ask(make_spec(CodeTool(name="lookup_order", requires_approval=True)), "?")
 
 
 async def test_the_same_idempotency_key_returns_the_same_run() -> None:

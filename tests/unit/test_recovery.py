@@ -16,7 +16,7 @@ from psych_runtime import (
     ToolCallSettled,
     ToolResultMessage,
 )
-from psych_runtime.runtime import SystemClock, dispatch, execute_claim
+from psych_runtime.runtime import Services, SystemClock, dispatch, execute_claim
 from psych_runtime.testing.fake_model import FakeModel
 from psych_runtime.tools import ToolRegistry
 
@@ -59,15 +59,17 @@ async def _crash_then_recover(tool: CodeTool) -> tuple[list[str], psych_runtime.
 
     first = await store.claim("w1", TTL)
     assert first is not None
-    with pytest.raises(BaseExceptionGroup):
-        await execute_claim(store, first, model=model, tools=registry, clock=SystemClock(), ttl=TTL)
+    with pytest.raises(WorkerDied):
+        await execute_claim(
+            store, first, Services(model=model, tools=registry, clock=SystemClock(), ttl=TTL)
+        )
     assert await store.claim("w2", TTL) is None  # the dead worker's lease still holds
 
     clock.now_value += TTL + dt.timedelta(seconds=1)
     second = await store.claim("w2", TTL)
     assert second is not None and second.attempt == 2
     state = await execute_claim(
-        store, second, model=model, tools=registry, clock=SystemClock(), ttl=TTL
+        store, second, Services(model=model, tools=registry, clock=SystemClock(), ttl=TTL)
     )
     assert state.status == "completed"
     return effects, await psych_runtime.report(scoped, run_id), model
@@ -113,13 +115,13 @@ async def test_a_model_call_lost_in_a_crash_is_repeated() -> None:
     assert first is not None
     with pytest.raises(WorkerDied):
         await execute_claim(
-            store, first, model=model, tools=ToolRegistry(), clock=SystemClock(), ttl=TTL
+            store, first, Services(model=model, tools=ToolRegistry(), clock=SystemClock(), ttl=TTL)
         )
     clock.now_value += TTL * 2
     second = await store.claim("w2", TTL)
     assert second is not None
     state = await execute_claim(
-        store, second, model=model, tools=ToolRegistry(), clock=SystemClock(), ttl=TTL
+        store, second, Services(model=model, tools=ToolRegistry(), clock=SystemClock(), ttl=TTL)
     )
     assert state.status == "completed" and state.last_text == "hello"
     log = await psych_runtime.read_log(scoped, state.run_id)

@@ -8,14 +8,19 @@ Nothing here does IO, reads a clock or makes an id: the runtime passes them in.
 from psych_core._actions import (
     Action,
     CallModel,
+    CancelRun,
     Complete,
+    DenyCalls,
     Effect,
     Fail,
     Finished,
+    FinishResumed,
     RetryCalls,
     RunCalls,
     SettleCalls,
+    StartApproved,
     StartCalls,
+    Suspend,
     next_action,
 )
 from psych_core._canonical import canonical_json, version_of
@@ -29,6 +34,7 @@ from psych_core._errors import (
     InboxPending,
     LeaseLost,
     ModelError,
+    NotAwaitingApproval,
     PsychError,
     RecordTooLarge,
     RunFinished,
@@ -43,6 +49,7 @@ from psych_core._errors import (
     ToolNotRegistered,
 )
 from psych_core._fold import UNKNOWN_OUTCOME, fold, fold_all, render_result
+from psych_core._inbox import receive
 from psych_core._messages import (
     AssistantMessage,
     Message,
@@ -52,6 +59,8 @@ from psych_core._messages import (
 )
 from psych_core._records import (
     SCHEMA_VERSION,
+    ApprovalDecided,
+    ApprovalRequested,
     AttemptStarted,
     Body,
     ModelCallFailed,
@@ -61,10 +70,14 @@ from psych_core._records import (
     RunCancelled,
     RunCompleted,
     RunFailed,
+    RunSuspended,
+    SignalIgnored,
+    SignalReceived,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
     ToolCallStarted,
+    ToolCallWaiting,
     ToolFailureReason,
 )
 from psych_core._report import (
@@ -77,6 +90,16 @@ from psych_core._report import (
     status_of,
 )
 from psych_core._scope import Scope
+from psych_core._signals import (
+    Approve,
+    Cancel,
+    ChildEnded,
+    Deny,
+    InboxEntry,
+    Resume,
+    Signal,
+    UserInput,
+)
 from psych_core._spec import (
     AgentSpec,
     ApprovalRule,
@@ -89,6 +112,7 @@ from psych_core._spec import (
 )
 from psych_core._state import (
     FINAL_STATUSES,
+    CallPhase,
     CallState,
     Conversation,
     RunState,
@@ -117,6 +141,7 @@ from psych_core.ports import (
     ModelToolCall,
     Network,
     NewRun,
+    Notify,
     Page,
     RenewResult,
     RunIndex,
@@ -158,8 +183,19 @@ __all__ = [
     "ToolCall",
     "ToolResultMessage",
     "UserMessage",
+    # signals
+    "Approve",
+    "Cancel",
+    "ChildEnded",
+    "Deny",
+    "InboxEntry",
+    "Resume",
+    "Signal",
+    "UserInput",
     # records
     "SCHEMA_VERSION",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "AttemptStarted",
     "Body",
     "ModelCallFailed",
@@ -169,14 +205,19 @@ __all__ = [
     "RunCancelled",
     "RunCompleted",
     "RunFailed",
+    "RunSuspended",
+    "SignalIgnored",
+    "SignalReceived",
     "ToolCallFailed",
     "ToolCallFinished",
     "ToolCallSettled",
     "ToolCallStarted",
+    "ToolCallWaiting",
     "ToolFailureReason",
     # reducer
     "FINAL_STATUSES",
     "UNKNOWN_OUTCOME",
+    "CallPhase",
     "CallState",
     "Conversation",
     "RunState",
@@ -188,15 +229,21 @@ __all__ = [
     # actions
     "Action",
     "CallModel",
+    "CancelRun",
     "Complete",
+    "DenyCalls",
     "Effect",
     "Fail",
+    "FinishResumed",
     "Finished",
     "RetryCalls",
     "RunCalls",
     "SettleCalls",
+    "StartApproved",
     "StartCalls",
+    "Suspend",
     "next_action",
+    "receive",
     # read models
     "Report",
     "RunStatus",
@@ -215,6 +262,7 @@ __all__ = [
     "ModelResponse",
     "ModelToolCall",
     "NewRun",
+    "Notify",
     "Page",
     "RenewResult",
     "RunIndex",
@@ -252,6 +300,7 @@ __all__ = [
     "InboxPending",
     "LeaseLost",
     "ModelError",
+    "NotAwaitingApproval",
     "PsychError",
     "RecordTooLarge",
     "RunFinished",

@@ -8,12 +8,13 @@ anything acts on it.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 
 from psych_core._errors import SpecError
 from psych_core._messages import ToolCall
-from psych_core._state import RunState
+from psych_core._state import CallPhase, CallState, RunState, WaitingReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +64,65 @@ class Fail:
 
 
 @dataclass(frozen=True, slots=True)
+class StartApproved:
+    """Decision: these calls were approved; record each as started (with edited arguments)."""
+
+    calls: tuple[CallState, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DenyCalls:
+    """Decision: these calls were denied; answer each with who denied it and why."""
+
+    calls: tuple[CallState, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FinishResumed:
+    """Decision: the waits of these calls ended with a resume; their payload is the result."""
+
+    calls: tuple[CallState, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Suspend:
+    """Decision: nothing can happen until a signal arrives (or `due_at` passes)."""
+
+    reason: WaitingReason
+    calls: tuple[CallState, ...]
+    due_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRun:
+    """Decision: cancel the run. Calls that never began fail with reason ``cancelled``;
+    calls that began (and were not finished) are settled unknown."""
+
+    reason: str
+    never_began: tuple[CallState, ...]
+    began: tuple[CallState, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
-    """Nothing to do: the run has ended."""
+    """Nothing to do in this attempt: the run has ended, or waits to be woken."""
 
 
-Action = CallModel | RunCalls | StartCalls | RetryCalls | SettleCalls | Complete | Fail | Finished
+Action = (
+    CallModel
+    | RunCalls
+    | StartCalls
+    | StartApproved
+    | DenyCalls
+    | FinishResumed
+    | RetryCalls
+    | SettleCalls
+    | Suspend
+    | CancelRun
+    | Complete
+    | Fail
+    | Finished
+)
 """Anything `next_action` can return."""
 
 Effect = CallModel | RunCalls
@@ -76,7 +131,7 @@ Effect = CallModel | RunCalls
 
 def next_action(state: RunState) -> Action:
     """What the run must do next. Pure: the same state always gives the same action."""
-    if state.ended:
+    if state.ended or state.status == "waiting":
         return Finished()
     spec = state.spec
     if spec is None:
@@ -84,9 +139,22 @@ def next_action(state: RunState) -> Action:
     if state.attempt == 0:
         raise SpecError(f"run {state.run_id}: next_action needs a claimed run (no attempt yet)")
 
+    if state.cancel is not None:
+        began = tuple(c for c in state.calls if c.phase == "started")
+        never = tuple(c for c in state.calls if c.phase not in ("started", "done"))
+        return CancelRun(state.cancel, never, began)
     requested = tuple(c.call for c in state.calls if c.phase == "requested")
     if requested:
         return StartCalls(requested)
+    denied = _in_phase(state, "denied")
+    if denied:
+        return DenyCalls(denied)
+    approved = _in_phase(state, "approved")
+    if approved:
+        return StartApproved(approved)
+    resumed = _in_phase(state, "resumed")
+    if resumed:
+        return FinishResumed(resumed)
     orphans = tuple(
         c.call
         for c in state.calls
@@ -98,6 +166,13 @@ def next_action(state: RunState) -> Action:
     running = tuple(c.call for c in state.calls if c.phase == "started")
     if running:
         return RunCalls(running)
+    awaiting = _in_phase(state, "awaiting_approval")
+    if awaiting:
+        return Suspend("approval", awaiting)
+    waiting = _in_phase(state, "waiting")
+    if waiting:
+        dues = [c.due_at for c in waiting if c.due_at is not None]
+        return Suspend("external", waiting, min(dues) if dues else None)
 
     if state.answered:
         problem = _output_problem(state)
@@ -112,6 +187,10 @@ def next_action(state: RunState) -> Action:
             "raise max_turns or check why the model keeps calling tools",
         )
     return CallModel()
+
+
+def _in_phase(state: RunState, phase: CallPhase) -> tuple[CallState, ...]:
+    return tuple(c for c in state.calls if c.phase == phase)
 
 
 def _safe_to_retry(state: RunState, name: str) -> bool:

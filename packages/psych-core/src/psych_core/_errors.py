@@ -5,6 +5,7 @@
     │   └── ToolNotRegistered     a spec names a tool the session or worker has no function for
     ├── FoldError                 a log cannot be folded: names the run and the seq
     ├── RunNotFound               no such run in this scope (another tenant's run looks the same)
+    ├── NotAwaitingApproval       approve/deny named a call that is not waiting for a decision
     ├── ModelError                the model client failed to produce a turn
     ├── SandboxError              a sandbox could not run a program as asked
     │   ├── SandboxRefused        the request requires what the backend cannot meet; nothing ran
@@ -69,6 +70,19 @@ class RunNotFound(PsychError, LookupError):
         self.run_id = run_id
         super().__init__(
             f"run {run_id} not found in this scope: check the id and the tenant of the store"
+        )
+
+
+class NotAwaitingApproval(PsychError, LookupError):
+    """`approve` or `deny` named a call that is not waiting for a decision."""
+
+    def __init__(self, run_id: str, call_id: str, state: str) -> None:
+        self.run_id = run_id
+        self.call_id = call_id
+        self.state = state
+        super().__init__(
+            f"run {run_id}: call {call_id} is not awaiting approval ({state}); "
+            "check the call id with psych_runtime.status(store, run_id).waiting_for"
         )
 
 

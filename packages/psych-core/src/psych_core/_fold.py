@@ -17,6 +17,8 @@ from psych_core._errors import FoldError
 from psych_core._messages import AssistantMessage, ToolResultMessage, UserMessage
 from psych_core._records import (
     SCHEMA_VERSION,
+    ApprovalDecided,
+    ApprovalRequested,
     AttemptStarted,
     ModelCallFailed,
     ModelCallFinished,
@@ -25,11 +27,16 @@ from psych_core._records import (
     RunCancelled,
     RunCompleted,
     RunFailed,
+    RunSuspended,
+    SignalIgnored,
+    SignalReceived,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
     ToolCallStarted,
+    ToolCallWaiting,
 )
+from psych_core._signals import Cancel, Resume, UserInput
 from psych_core._state import CallState, RunState
 
 UNKNOWN_OUTCOME = (
@@ -75,7 +82,7 @@ def fold(state: RunState, record: Record) -> RunState:
         case ToolCallStarted():
             return _tool_started(state, record, body)
         case ToolCallFinished():
-            done = _started_call(state, record, body.call_id)
+            done = _started_call(state, record, body.call_id, also=("waiting", "resumed"))
             content = render_result(body.result)
             message = ToolResultMessage(body.call_id, done.call.name, content)
             return _settle(state, record, done, message)
@@ -88,6 +95,45 @@ def fold(state: RunState, record: Record) -> RunState:
             done = _started_call(state, record, body.call_id)
             message = ToolResultMessage(body.call_id, done.call.name, UNKNOWN_OUTCOME, True)
             return _settle(state, record, done, message)
+        case ToolCallWaiting():
+            current = _started_call(state, record, body.call_id)
+            waiting = replace(current, phase="waiting", due_at=body.due_at)
+            return replace(state, next_seq=n, calls=_with_call(state, waiting))
+        case ApprovalRequested():
+            current = _open_call(state, record, body.call_id)
+            if current.phase != "requested":
+                raise FoldError(
+                    state.run_id,
+                    record.seq,
+                    f"approval requested for call {body.call_id}, which is {current.phase}",
+                )
+            asked = replace(current, phase="awaiting_approval")
+            return replace(state, next_seq=n, calls=_with_call(state, asked))
+        case ApprovalDecided():
+            state = _inbox_number(state, record, body.number)
+            current = _open_call(state, record, body.call_id)
+            if current.phase != "awaiting_approval":
+                raise FoldError(
+                    state.run_id,
+                    record.seq,
+                    f"decision on call {body.call_id}, which is "
+                    f"{current.phase}, not awaiting approval",
+                )
+            if body.approved:
+                edited = None if body.arguments is None else json.dumps(body.arguments)
+                decided = replace(current, phase="approved", arguments=edited)
+            else:
+                why = f": {body.reason}" if body.reason else ""
+                decided = replace(current, phase="denied", decision=f"denied by {body.by}{why}")
+            return replace(state, next_seq=n, calls=_with_call(state, decided))
+        case SignalReceived():
+            return _signal(_inbox_number(state, record, body.number), record, body)
+        case SignalIgnored():
+            return replace(_inbox_number(state, record, body.number), next_seq=n)
+        case RunSuspended():
+            return replace(
+                state, next_seq=n, status="waiting", waiting=body.reason, due_at=body.due_at
+            )
         case RunCompleted():
             if not state.answered:
                 raise FoldError(
@@ -191,7 +237,7 @@ def _tool_started(state: RunState, record: Record, body: ToolCallStarted) -> Run
             f"call {body.call_id} is {current.call.name!r}, not {body.name!r}",
         )
     orphaned = current.phase == "started" and (current.started_attempt or 0) < record.attempt
-    if current.phase != "requested" and not orphaned:
+    if current.phase not in ("requested", "approved") and not orphaned:
         raise FoldError(state.run_id, record.seq, f"call {body.call_id} started twice")
     started = replace(
         current, phase="started", started_attempt=record.attempt, starts=current.starts + 1
@@ -208,9 +254,11 @@ def _open_call(state: RunState, record: Record, call_id: str) -> CallState:
     return current
 
 
-def _started_call(state: RunState, record: Record, call_id: str) -> CallState:
+def _started_call(
+    state: RunState, record: Record, call_id: str, also: tuple[str, ...] = ()
+) -> CallState:
     current = _open_call(state, record, call_id)
-    if current.phase != "started":
+    if current.phase != "started" and current.phase not in also:
         raise FoldError(
             state.run_id, record.seq, f"{record.body.type} for call {call_id}, which never started"
         )
@@ -220,12 +268,62 @@ def _started_call(state: RunState, record: Record, call_id: str) -> CallState:
 def _settle(
     state: RunState, record: Record, current: CallState, message: ToolResultMessage
 ) -> RunState:
-    return replace(
+    state = replace(
         state,
         next_seq=record.seq + 1,
         calls=_with_call(state, replace(current, phase="done")),
         conversation=state.conversation.add(message),
     )
+    if state.pending_input and not state.open_calls:
+        # Messages that arrived while calls were open join the conversation once every call
+        # has its answer: a provider requires tool results right after the calls.
+        for text in state.pending_input:
+            state = _new_turn(state, text)
+        state = replace(state, pending_input=())
+    return state
+
+
+def _new_turn(state: RunState, text: str) -> RunState:
+    return replace(
+        state,
+        conversation=state.conversation.add(UserMessage(text)),
+        turns=state.turns + 1,
+        turn_model_calls=0,
+        answered=False,
+    )
+
+
+def _inbox_number(state: RunState, record: Record, number: int) -> RunState:
+    if number <= state.inbox_seen:
+        raise FoldError(
+            state.run_id,
+            record.seq,
+            f"inbox entry {number} moved in again (entries up to {state.inbox_seen} are in)",
+        )
+    return replace(state, inbox_seen=number)
+
+
+def _signal(state: RunState, record: Record, body: SignalReceived) -> RunState:
+    n = record.seq + 1
+    match body.signal:
+        case Resume(payload=payload):
+            waiting = [c for c in state.calls if c.phase == "waiting"]
+            if not waiting:
+                raise FoldError(
+                    state.run_id, record.seq, "resume received while no call waits for one"
+                )
+            resumed = replace(waiting[0], phase="resumed", payload=payload)
+            return replace(state, next_seq=n, calls=_with_call(state, resumed))
+        case Cancel(reason=reason):
+            return replace(state, next_seq=n, cancel=reason)
+        case UserInput(text=text):
+            if state.open_calls:
+                return replace(state, next_seq=n, pending_input=(*state.pending_input, text))
+            return replace(_new_turn(state, text), next_seq=n)
+        case _:
+            raise FoldError(
+                state.run_id, record.seq, f"signal {body.signal.kind} cannot be received here"
+            )
 
 
 def _with_call(state: RunState, new: CallState) -> tuple[CallState, ...]:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from psych_core._messages import ToolCall
 from psych_core._scope import Scope
+from psych_core._signals import Signal
 from psych_core._usage import Cost, Usage, UsageSource
 
 SCHEMA_VERSION = 1
@@ -105,6 +106,76 @@ class ToolCallSettled(_Body):
     note: str = ""
 
 
+class ToolCallWaiting(_Body):
+    """The call's tool asked to wait for something external (`resume`) or for a time.
+
+    Its result will be the payload of the `Resume` signal that wakes the run, or a note that
+    the wait timed out at `due_at`.
+    """
+
+    type: Literal["tool_call_waiting"] = "tool_call_waiting"
+    call_id: str
+    note: str = ""
+    due_at: dt.datetime | None = None
+
+
+class ApprovalRequested(_Body):
+    """The call needs a person's approval before it may start; `rule` says which rule asked."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    call_id: str
+    rule: str
+
+
+class ApprovalDecided(_Body):
+    """Inbox entry `number`, a decision on a pending call, moved into the log.
+
+    Attributes:
+        arguments: the arguments the approver edited the call to, when they did.
+    """
+
+    type: Literal["approval_decided"] = "approval_decided"
+    number: int
+    call_id: str
+    approved: bool
+    by: str
+    note: str | None = None
+    reason: str | None = None
+    arguments: dict[str, JsonValue] | None = None
+
+
+class SignalReceived(_Body):
+    """Inbox entry `number` moved into the log: a resume, a cancel, a user message, a child."""
+
+    type: Literal["signal_received"] = "signal_received"
+    number: int
+    key: str
+    signal: Signal
+
+
+class SignalIgnored(_Body):
+    """Inbox entry `number` no longer applied when it was moved in; `reason` says why."""
+
+    type: Literal["signal_ignored"] = "signal_ignored"
+    number: int
+    key: str
+    reason: str
+
+
+class RunSuspended(_Body):
+    """The run holds no worker until a signal wakes it (or `due_at` passes).
+
+    Attributes:
+        reason: ``approval``, ``external`` or ``children``.
+        calls: the calls it waits on.
+    """
+
+    type: Literal["run_suspended"] = "run_suspended"
+    reason: Literal["approval", "external", "children"]
+    due_at: dt.datetime | None = None
+    calls: tuple[str, ...] = ()
+
+
 class RunCompleted(_Body):
     """The run ended with an answer: the text of the last `ModelCallFinished`."""
 
@@ -135,6 +206,12 @@ Body = Annotated[
     | ToolCallFinished
     | ToolCallFailed
     | ToolCallSettled
+    | ToolCallWaiting
+    | ApprovalRequested
+    | ApprovalDecided
+    | SignalReceived
+    | SignalIgnored
+    | RunSuspended
     | RunCompleted
     | RunFailed
     | RunCancelled,

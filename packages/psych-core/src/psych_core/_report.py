@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from psych_core._fold import fold
 from psych_core._records import (
+    ApprovalDecided,
+    ApprovalRequested,
     ModelCallFinished,
     Record,
     RunAdmitted,
@@ -35,12 +37,20 @@ class _View(BaseModel):
 
 
 class RunStatus(_View):
-    """A run's status: small and JSON-serialisable, what a screen draws."""
+    """A run's status: small and JSON-serialisable, what a screen draws.
+
+    Attributes:
+        waiting: what a ``waiting`` run waits for: ``approval``, ``external`` or ``children``.
+        waiting_for: the calls it waits on (their ids, for `approve` and `deny`).
+        due_at: when a timed wait ends.
+    """
 
     run_id: str
     agent: str
     status: RunStatusName
     waiting: WaitingReason | None = None
+    waiting_for: tuple[str, ...] = ()
+    due_at: dt.datetime | None = None
     turns: int
     model_calls: int
     tool_calls: int
@@ -57,6 +67,8 @@ def status_of(state: RunState) -> RunStatus:
         agent=state.admitted.agent if state.admitted else "",
         status=state.status,
         waiting=state.waiting,
+        waiting_for=_waiting_for(state),
+        due_at=state.due_at if state.status == "waiting" else None,
         turns=state.turns,
         model_calls=state.model_calls,
         tool_calls=state.tool_calls,
@@ -65,6 +77,13 @@ def status_of(state: RunState) -> RunStatus:
         failure_reason=state.failure_reason,
         error=state.error,
     )
+
+
+def _waiting_for(state: RunState) -> tuple[str, ...]:
+    if state.status != "waiting":
+        return ()
+    phase = {"approval": "awaiting_approval", "external": "waiting"}.get(state.waiting or "")
+    return tuple(c.call.call_id for c in state.calls if c.phase == phase)
 
 
 class ToolCallReport(_View):
@@ -76,6 +95,11 @@ class ToolCallReport(_View):
         error: why it failed, when it failed.
         reason: the failure's kind (``error``, ``unknown_tool``, ``invalid_arguments``, ...).
         starts: how many times it was started (more than one only for safe tools after a crash).
+        approval_rule: why the call needed approval, when it did.
+        approved: whether it was approved (None: no decision, or none needed).
+        decided_by: who approved or denied it; `decided_at`: when that reached the run.
+        decision_note: the approver's note, or the denial's reason.
+        edited_arguments: the arguments the approver changed the call to.
     """
 
     call_id: str
@@ -88,6 +112,12 @@ class ToolCallReport(_View):
     starts: int = 0
     started_at: dt.datetime | None = None
     ended_at: dt.datetime | None = None
+    approval_rule: str | None = None
+    approved: bool | None = None
+    decided_by: str | None = None
+    decided_at: dt.datetime | None = None
+    decision_note: str | None = None
+    edited_arguments: JsonValue = None
 
 
 class Totals(_View):
@@ -172,6 +202,16 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
                 )
             case ToolCallSettled():
                 calls[body.call_id].update(outcome="unknown", ended_at=record.at)
+            case ApprovalRequested():
+                calls[body.call_id]["approval_rule"] = body.rule
+            case ApprovalDecided():
+                calls[body.call_id].update(
+                    approved=body.approved,
+                    decided_by=body.by,
+                    decided_at=record.at,
+                    decision_note=body.note if body.approved else body.reason,
+                    edited_arguments=body.arguments,
+                )
             case _:
                 pass
     admitted = state.admitted

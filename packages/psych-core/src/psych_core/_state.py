@@ -7,6 +7,7 @@ one node and shares the rest), and nothing else in the state grows with the log.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass, field
 from typing import Literal
@@ -53,7 +54,13 @@ class Conversation:
         return self.length
 
 
-CallPhase = Literal["requested", "started", "done"]
+CallPhase = Literal[
+    "requested", "awaiting_approval", "approved", "denied", "started", "waiting", "resumed", "done"
+]
+"""Where a call is: ``requested`` (no record yet), ``awaiting_approval``, ``approved`` or
+``denied`` (decided, not yet acted on), ``started`` (running, or orphaned by a crash),
+``waiting`` (its tool waits for a resume or a time), ``resumed`` (its payload arrived),
+``done`` (finished, failed or settled)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +69,29 @@ class CallState:
 
     Attributes:
         call: the call as the model asked for it.
-        phase: ``requested`` (no record yet), ``started`` (running or orphaned by a crash),
-            ``done`` (finished, failed or settled).
+        phase: see `CallPhase`.
         started_attempt: the attempt whose `ToolCallStarted` is the latest for this call.
         starts: how many times the call was started (more than once only for safe tools
             re-run after a crash).
+        arguments: the arguments an approver edited the call to (JSON text), or None.
+        decision: who denied the call and why, once denied.
+        payload: what the `Resume` that ended its wait brought.
+        due_at: when its wait times out, for a ``waiting`` call.
     """
 
     call: ToolCall
     phase: CallPhase = "requested"
     started_attempt: int | None = None
     starts: int = 0
+    arguments: str | None = None
+    decision: str | None = None
+    payload: JsonValue = None
+    due_at: dt.datetime | None = None
+
+    @property
+    def effective_arguments(self) -> str:
+        """The arguments the call runs with: the approver's edit, or the model's."""
+        return self.arguments if self.arguments is not None else self.call.arguments
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +120,10 @@ class RunState:
     usage: Usage = field(default_factory=Usage)
     failure_reason: str | None = None
     error: str | None = None
+    inbox_seen: int = 0
+    cancel: str | None = None
+    pending_input: tuple[str, ...] = ()
+    due_at: dt.datetime | None = None
 
     @classmethod
     def empty(cls, run_id: str, spec: AgentSpec | None = None) -> RunState:
@@ -116,6 +139,11 @@ class RunState:
     def last_seq(self) -> int:
         """The seq of the last folded record, -1 before any."""
         return self.next_seq - 1
+
+    @property
+    def open_calls(self) -> bool:
+        """Whether any call of the current turn has no outcome yet."""
+        return any(c.phase != "done" for c in self.calls)
 
     def call(self, call_id: str) -> CallState | None:
         """The state of call `call_id` in the current turn, or None."""

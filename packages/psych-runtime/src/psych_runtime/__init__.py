@@ -14,18 +14,24 @@ from psych_core import (
     SCHEMA_VERSION,
     AgentSpec,
     AppendResult,
+    ApprovalDecided,
+    ApprovalRequested,
     ApprovalRule,
+    Approve,
     ArgRule,
     AssistantMessage,
     AttemptStarted,
     Batch,
     Body,
+    Cancel,
+    ChildEnded,
     Claim,
     CodeTool,
     Comparison,
     Conflict,
     Cost,
     CostSource,
+    Deny,
     DuplicateSignal,
     EgressError,
     EgressRefused,
@@ -36,6 +42,7 @@ from psych_core import (
     Grade,
     Guarantee,
     IdempotencyConflict,
+    InboxEntry,
     InboxPending,
     IsolationLevel,
     LeaseLost,
@@ -52,12 +59,15 @@ from psych_core import (
     ModelToolCall,
     Network,
     NewRun,
+    NotAwaitingApproval,
+    Notify,
     Page,
     PsychError,
     Record,
     RecordTooLarge,
     RenewResult,
     Report,
+    Resume,
     RunAdmitted,
     RunCancelled,
     RunCompleted,
@@ -69,6 +79,7 @@ from psych_core import (
     RunRow,
     RunStatus,
     RunStatusName,
+    RunSuspended,
     Sandbox,
     SandboxError,
     SandboxRefused,
@@ -77,6 +88,9 @@ from psych_core import (
     ScopedStore,
     SecretNotFound,
     SecretResolver,
+    Signal,
+    SignalIgnored,
+    SignalReceived,
     Skill,
     SpecError,
     Store,
@@ -89,6 +103,7 @@ from psych_core import (
     ToolCallReport,
     ToolCallSettled,
     ToolCallStarted,
+    ToolCallWaiting,
     ToolDefinition,
     ToolFailureReason,
     ToolNotRegistered,
@@ -98,6 +113,7 @@ from psych_core import (
     Totals,
     Usage,
     UsageSource,
+    UserInput,
     UserMessage,
     WaitingReason,
     level_reached,
@@ -105,12 +121,14 @@ from psych_core import (
 )
 from psych_runtime._surface._reading import read_log, report, status
 from psych_runtime._surface._session import Session, session
+from psych_runtime._surface._signals import approve, cancel, deny, due, interrupt, resume
+from psych_runtime._surface._stream import stream
 from psych_runtime._surface._view import RunView
 from psych_runtime.adapters import EnvSecretResolver, MemoryStore, SubprocessSandbox
 from psych_runtime.model import ModelPrice, OpenAIChatClient, PriceTable, TieredPrice
 from psych_runtime.model.egress import Egress, EgressPolicy, EgressResponse
-from psych_runtime.runtime import Clock, SystemClock, Worker, dispatch
-from psych_runtime.tools import CodeFunction, ToolContext, ToolFunction
+from psych_runtime.runtime import ApprovalCheck, Clock, SystemClock, Worker, dispatch
+from psych_runtime.tools import CodeFunction, ToolContext, ToolFunction, WaitFor
 
 __all__ = [
     # running agents
@@ -118,6 +136,25 @@ __all__ = [
     "Worker",
     "dispatch",
     "session",
+    # signals: people and systems talking to runs
+    "ApprovalCheck",
+    "Approve",
+    "Cancel",
+    "ChildEnded",
+    "Deny",
+    "InboxEntry",
+    "Notify",
+    "Resume",
+    "Signal",
+    "UserInput",
+    "WaitFor",
+    "approve",
+    "cancel",
+    "deny",
+    "due",
+    "interrupt",
+    "resume",
+    "stream",
     # reading runs back
     "Report",
     "RunStatus",
@@ -203,6 +240,8 @@ __all__ = [
     "withhold_unmet",
     # records
     "SCHEMA_VERSION",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "AttemptStarted",
     "Body",
     "ModelCallFailed",
@@ -212,10 +251,14 @@ __all__ = [
     "RunCancelled",
     "RunCompleted",
     "RunFailed",
+    "RunSuspended",
+    "SignalIgnored",
+    "SignalReceived",
     "ToolCallFailed",
     "ToolCallFinished",
     "ToolCallSettled",
     "ToolCallStarted",
+    "ToolCallWaiting",
     "ToolFailureReason",
     # errors
     "Conflict",
@@ -227,6 +270,7 @@ __all__ = [
     "InboxPending",
     "LeaseLost",
     "ModelError",
+    "NotAwaitingApproval",
     "PsychError",
     "RecordTooLarge",
     "RunFinished",

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 from psych_core._errors import RunNotFound
 from psych_core._records import Record
 from psych_core._scope import Scope
+from psych_core._signals import InboxEntry, Signal
 from psych_core._state import RunStatusName, WaitingReason
 
 
@@ -65,6 +66,19 @@ class RunIndex:
 
 
 @dataclass(frozen=True, slots=True)
+class Notify:
+    """A signal for another run, written into its inbox by the same transaction as an append.
+
+    A run that wakes another (a child ending wakes its parent; a parent cancelling its
+    children) does it this way, so no crash can separate the record from the wake-up.
+    """
+
+    run_id: str
+    key: str
+    signal: Signal
+
+
+@dataclass(frozen=True, slots=True)
 class Batch:
     """Records to append at once, all or none.
 
@@ -74,12 +88,14 @@ class Batch:
             writing twice.
         index: the run row's columns after this batch.
         inbox_seen: the last inbox entry the attempt has moved into the log.
+        notify: signals for other runs' inboxes, written in the same transaction.
     """
 
     records: tuple[Record, ...]
     batch_id: str
     index: RunIndex
     inbox_seen: int = 0
+    notify: tuple[Notify, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +150,8 @@ class RunRow:
     inbox_last: int
     created_at: dt.datetime
     updated_at: dt.datetime
+    claims: int = 0
+    """Claims since the run last suspended (or was created): what `max_attempts` limits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +236,11 @@ class Store(Protocol):
         7. `InboxPending` when the batch suspends or ends the run and ``batch.inbox_seen`` is
            below the run's inbox count.
 
+        Each `Notify` in ``batch.notify`` becomes an inbox entry of its run exactly as `signal`
+        would make it (numbered, waking a waiting run), except that a key already used or a
+        target run that has ended or does not exist is skipped, not an error: a re-sent or
+        racing notice must not fail the append that carries it.
+
         A refused batch writes nothing. A batch whose `RunIndex.releases_lease` (it suspends
         or ends the run) releases the lease: no owner, ``runnable_at`` := ``index.due_at``
         (None: not claimable until woken).
@@ -252,10 +275,11 @@ class Store(Protocol):
         at the run's next seq with the new attempt number, so attempt numbers have no gaps.
         Two claimers racing for one run: exactly one wins.
 
-        A run that has already had `max_attempts` attempts without ending is not started
-        again: in the same transaction the claim appends `RunFailed` with reason
-        ``attempts_exhausted`` (its attempt stays the last one's), leaves the run ``failed``
-        with no lease, and moves on to the next runnable run (with `run_id`: returns None).
+        A run already claimed `max_attempts` times since it last suspended (``claims``; a
+        batch that suspends the run resets it to 0) is not started again: in the same
+        transaction the claim appends `RunFailed` with reason ``attempts_exhausted`` (its
+        attempt stays the last one's), leaves the run ``failed`` with no lease, and moves on
+        to the next runnable run (with `run_id`: returns None).
         """
         ...
 
@@ -276,6 +300,31 @@ class Store(Protocol):
         `LeaseLost` when `attempt` is not current or no longer holds the lease;
         `RunNotFound` when the run does not exist.
         """
+        ...
+
+    async def signal(self, tenant: str, run_id: str, signal: Signal, key: str) -> int:
+        """Add `signal` to the run's inbox and return its number, in one transaction.
+
+        The number is the run row's ``inbox_last`` plus one (the row is updated in the same
+        transaction), so numbers are 1, 2, 3, ... in commit order. `RunNotFound` when the run is
+        not in `tenant`; `RunFinished` when it has ended; `DuplicateSignal` when a signal with
+        `key` was already accepted for this run (keys live as long as the run). A run that is
+        ``waiting`` is woken: ``runnable_at`` := claimable at once ("-infinity"). A leased run
+        hears of the signal through the ``inbox_last`` that `renew` and `append` return.
+        """
+        ...
+
+    async def signals(self, run_id: str, after: int = 0) -> list[InboxEntry]:
+        """The run's inbox entries numbered above `after`, in number order.
+
+        Entries are kept for the run's life (deleting those already moved into the log is
+        housekeeping, never needed for correctness); a run that does not exist has none.
+        """
+        ...
+
+    async def due(self, now: dt.datetime, limit: int = 100) -> list[RunRow]:
+        """Runs of every tenant that are ``waiting`` and claimable at `now` (a timed wait whose
+        ``due_at`` has passed, or a woken run), oldest ``runnable_at`` first, at most `limit`."""
         ...
 
     async def get_run(self, tenant: str, run_id: str) -> RunRow | None:
@@ -299,7 +348,7 @@ class Store(Protocol):
         ...
 
     async def delete_run(self, tenant: str, run_id: str) -> bool:
-        """Delete the run, its records and its idempotency key; False if there was none."""
+        """Delete the run, its records, its inbox and its idempotency key; False if none."""
         ...
 
     async def wait(self, run_id: str | None, after_seq: int, timeout: float) -> None:
@@ -351,6 +400,10 @@ class ScopedStore:
     async def list_runs(self, query: RunQuery | None = None) -> Page[RunRow]:
         """This tenant's runs, newest first."""
         return await self.store.list_runs(self.scope.tenant, query or RunQuery())
+
+    async def signal(self, run_id: str, signal: Signal, key: str) -> int:
+        """Add a signal to one of this tenant's runs' inbox; see `Store.signal`."""
+        return await self.store.signal(self.scope.tenant, run_id, signal, key)
 
     async def delete_run(self, run_id: str) -> bool:
         """Delete one of this tenant's runs; False when there is none."""

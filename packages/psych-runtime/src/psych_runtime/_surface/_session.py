@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 
 from psych_core import (
@@ -19,9 +19,10 @@ from psych_runtime._surface._view import RunView, view_of
 from psych_runtime.adapters import MemoryStore
 from psych_runtime.model import PriceTable
 from psych_runtime.runtime import (
+    ApprovalCheck,
     Clock,
+    Services,
     SystemClock,
-    check_supported,
     dispatch,
     execute_claim,
     load_state,
@@ -51,51 +52,54 @@ class Session:
         clock: Clock,
         secrets: SecretResolver | None = None,
         prices: PriceTable | None = None,
+        approval_rules: Mapping[str, ApprovalCheck] | None = None,
     ) -> None:
         self.store = store
-        self._model = model
         self._tools = ToolRegistry(tools)
         self._clock = clock
-        self._secrets = secrets
-        self._prices = prices
+        self._services = Services(
+            model=model,
+            tools=self._tools,
+            clock=clock,
+            ttl=LEASE_TTL,
+            secrets=secrets,
+            prices=prices,
+            approval_rules=dict(approval_rules or {}),
+        )
         self._worker_id = f"session:{new_worker_id()}"
 
     async def ask(
         self, spec: AgentSpec, text: str, *, idempotency_key: str | None = None
     ) -> RunView:
-        """Run `spec` on the user's `text` to its end, in this process, and return the result.
+        """Run `spec` on the user's `text` in this process until it ends or waits.
 
-        Each call is one run with its own log. Raises `ToolNotRegistered` before anything is
-        saved when the spec names a tool this session has no function for.
+        Each call is one run with its own log. A run that waits (for an approval, a resume)
+        comes back with status ``waiting``: send the signal (`approve`, `resume`, ...) with
+        `store` and call `drive` to go on. Raises `ToolNotRegistered` before anything is saved
+        when the spec names a tool this session has no function for.
         """
         missing = self._tools.missing(spec)
         if missing is not None:
             raise missing
-        check_supported(spec)
         run_id = await dispatch(
             self.store, spec, text, idempotency_key=idempotency_key, clock=self._clock
         )
-        return await self._drive(run_id)
+        return await self.drive(run_id)
 
-    async def _drive(self, run_id: str) -> RunView:
+    async def drive(self, run_id: str) -> RunView:
+        """Run one of this session's runs in this process until it ends or waits again.
+
+        Use it after a signal woke a waiting run (`approve`, `deny`, `resume`, `cancel`,
+        `interrupt`). A run that is not claimable (it waits, or another worker holds it) is
+        followed until it ends or waits. `RunNotFound` outside the session's tenant.
+        """
+        await self.store.run(run_id)
         inner: Store = self.store.store
         claim = await inner.claim(self._worker_id, LEASE_TTL, run_id=run_id)
         if claim is not None:
-            state = await execute_claim(
-                inner,
-                claim,
-                model=self._model,
-                tools=self._tools,
-                clock=self._clock,
-                ttl=LEASE_TTL,
-                secrets=self._secrets,
-                prices=self._prices,
-            )
-            return view_of(state)
-        # Another worker holds the run (an idempotent re-ask, or a worker sharing the store):
-        # follow its log until it ends.
+            return view_of(await execute_claim(inner, claim, self._services))
         state = await load_state(inner, run_id)
-        while not state.ended:
+        while not state.ended and state.status != "waiting":
             await inner.wait(run_id, state.last_seq, timeout=1.0)
             state = fold_all(state, await inner.read(run_id, state.last_seq))
         return view_of(state)
@@ -111,6 +115,7 @@ async def session(
     clock: Clock | None = None,
     secrets: SecretResolver | None = None,
     prices: PriceTable | None = None,
+    approval_rules: Mapping[str, ApprovalCheck] | None = None,
 ) -> AsyncIterator[Session]:
     """Run agents in this process: ``async with session(model, tools=[...]) as s:``.
 
@@ -124,6 +129,8 @@ async def session(
             redacted from tool results and error texts before they enter the log.
         prices: the app's own prices; a model call the provider did not price itself is
             priced from them (source ``override``) when they know the model that served.
+        approval_rules: named approval rules for tools declared with
+            ``requires_approval="name"``; see `Worker`.
     """
     inner = store if store is not None else MemoryStore()
     await inner.migrate()
@@ -134,4 +141,5 @@ async def session(
         clock=clock or SystemClock(),
         secrets=secrets,
         prices=prices,
+        approval_rules=approval_rules,
     )

@@ -16,13 +16,17 @@ from psych_core import (
     FINAL_STATUSES,
     AttemptStarted,
     Conflict,
+    DuplicateSignal,
     IdempotencyConflict,
+    InboxEntry,
     InboxPending,
     LeaseLost,
     Record,
     RecordTooLarge,
     RunFailed,
+    RunFinished,
     RunNotFound,
+    Signal,
     StoreError,
 )
 from psych_core.ports import (
@@ -30,6 +34,7 @@ from psych_core.ports import (
     Batch,
     Claim,
     NewRun,
+    Notify,
     Page,
     RenewResult,
     RunQuery,
@@ -65,6 +70,8 @@ class _Run:
     log: list[str] = field(default_factory=list)
     # first seq of each appended batch -> (batch_id, attempt): how a re-sent batch is recognised
     batches: dict[int, tuple[str, int]] = field(default_factory=dict)
+    inbox: list[str] = field(default_factory=list)  # InboxEntry JSON, entry n at index n - 1
+    signal_keys: set[str] = field(default_factory=set)
 
 
 class MemoryStore(Store):
@@ -178,17 +185,22 @@ class MemoryStore(Store):
         releases = batch.index.releases_lease
         if releases and batch.inbox_seen < row.inbox_last:
             raise InboxPending(run_id, batch.inbox_seen, row.inbox_last)
+        now = self._clock()
         run.log.extend(texts)
         run.batches[first] = (batch.batch_id, attempt)
         changes: dict[str, object] = {
             "status": batch.index.status,
             "waiting": batch.index.waiting,
             "next_seq": first + len(texts),
-            "updated_at": self._clock(),
+            "updated_at": now,
         }
         if releases:
             changes.update(lease_owner=None, lease_expires_at=None, runnable_at=batch.index.due_at)
+        if batch.index.status == "waiting":
+            changes["claims"] = 0
         run.row = replace(row, **changes)  # type: ignore[arg-type]
+        for notice in batch.notify:
+            self._deliver(notice, now)
         await self._notify()
         return AppendResult(run.row.inbox_last)
 
@@ -229,7 +241,7 @@ class MemoryStore(Store):
         ready.sort(key=lambda r: (r.row.runnable_at or NEVER_BEFORE, r.order))
         exhausted = False
         for run in ready:
-            if run.row.attempt >= max_attempts:
+            if run.row.claims >= max_attempts:
                 self._exhaust(run, max_attempts, now)
                 exhausted = True
                 continue
@@ -262,6 +274,7 @@ class MemoryStore(Store):
             runnable_at=expires,
             next_seq=row.next_seq + 1,
             updated_at=now,
+            claims=row.claims + 1,
         )
         return Claim(row.run_id, row.tenant, attempt, expires, record)
 
@@ -274,7 +287,7 @@ class MemoryStore(Store):
             at=now,
             body=RunFailed(
                 reason="attempts_exhausted",
-                error=attempts_exhausted_message(row.run_id, row.attempt, max_attempts),
+                error=attempts_exhausted_message(row.run_id, row.claims, max_attempts),
             ),
         )
         run.log.append(record.model_dump_json())
@@ -316,6 +329,38 @@ class MemoryStore(Store):
         )
         await self._notify()
 
+    async def signal(self, tenant: str, run_id: str, signal: Signal, key: str) -> int:
+        """Add a signal to the run's inbox; see `Store.signal`."""
+        run = self._runs.get(run_id)
+        if run is None or run.row.tenant != tenant:
+            raise RunNotFound(run_id)
+        if run.row.status in FINAL_STATUSES:
+            raise RunFinished(run_id, run.row.status)
+        if key in run.signal_keys:
+            raise DuplicateSignal(run_id, key)
+        number = self._enqueue(run, key, signal, self._clock())
+        await self._notify()
+        return number
+
+    async def signals(self, run_id: str, after: int = 0) -> list[InboxEntry]:
+        """The run's inbox entries numbered above `after`."""
+        run = self._runs.get(run_id)
+        if run is None:
+            return []
+        return [InboxEntry.model_validate_json(text) for text in run.inbox[max(after, 0) :]]
+
+    async def due(self, now: dt.datetime, limit: int = 100) -> list[RunRow]:
+        """Waiting runs claimable at `now`, oldest first."""
+        found = [
+            run
+            for run in self._runs.values()
+            if run.row.status == "waiting"
+            and run.row.runnable_at is not None
+            and run.row.runnable_at <= now
+        ]
+        found.sort(key=lambda r: (r.row.runnable_at or NEVER_BEFORE, r.order))
+        return [run.row for run in found[:limit]]
+
     async def get_run(self, tenant: str, run_id: str) -> RunRow | None:
         """The run row, if the run exists in `tenant`."""
         run = self._runs.get(run_id)
@@ -350,7 +395,7 @@ class MemoryStore(Store):
         return self._specs.get(version)
 
     async def delete_run(self, tenant: str, run_id: str) -> bool:
-        """Forget the run, its log and its idempotency key."""
+        """Forget the run, its log, its inbox and its idempotency key."""
         run = self._runs.get(run_id)
         if run is None or run.row.tenant != tenant:
             return False
@@ -377,6 +422,24 @@ class MemoryStore(Store):
                 return
 
     # -- internals --------------------------------------------------------------------------
+
+    def _enqueue(self, run: _Run, key: str, signal: Signal, now: dt.datetime) -> int:
+        number = run.row.inbox_last + 1
+        entry = InboxEntry(run_id=run.row.run_id, number=number, key=key, signal=signal, at=now)
+        run.inbox.append(entry.model_dump_json())
+        run.signal_keys.add(key)
+        changes: dict[str, object] = {"inbox_last": number}
+        if run.row.status == "waiting":
+            changes["runnable_at"] = NEVER_BEFORE
+        run.row = replace(run.row, **changes)  # type: ignore[arg-type]
+        return number
+
+    def _deliver(self, notice: Notify, now: dt.datetime) -> None:
+        # A notice that no longer applies is dropped: its append must not fail for it.
+        run = self._runs.get(notice.run_id)
+        if run is None or run.row.status in FINAL_STATUSES or notice.key in run.signal_keys:
+            return
+        self._enqueue(run, notice.key, notice.signal, now)
 
     def _get(self, run_id: str) -> _Run:
         run = self._runs.get(run_id)

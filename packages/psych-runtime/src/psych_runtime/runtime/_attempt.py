@@ -14,28 +14,41 @@ from psych_core import (
     Batch,
     Body,
     CallModel,
+    CancelRun,
     Complete,
+    DenyCalls,
     Fail,
     Finished,
+    FinishResumed,
+    InboxPending,
     ModelClient,
     Record,
+    RenewResult,
     RetryCalls,
     RunCalls,
+    RunCancelled,
+    RunCompleted,
     RunFailed,
     RunIndex,
     RunState,
+    RunSuspended,
     Scope,
     SecretResolver,
     SettleCalls,
+    StartApproved,
     StartCalls,
     Store,
     StoreUnavailable,
+    Suspend,
     ToolCall,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
+    ToolCallWaiting,
     fold,
+    fold_all,
     next_action,
+    receive,
 )
 from psych_runtime.model import (
     PriceTable,
@@ -46,7 +59,7 @@ from psych_runtime.model import (
 )
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._clock import Clock
-from psych_runtime.runtime._decide import decide
+from psych_runtime.runtime._decide import SETTLED_BY_CANCEL, ApprovalCheck, decide
 from psych_runtime.runtime._faults import reach
 from psych_runtime.tools import (
     InvalidArguments,
@@ -54,12 +67,17 @@ from psych_runtime.tools import (
     ToolContext,
     ToolRaised,
     ToolRegistry,
+    WaitFor,
 )
+
+CLOSING = (RunCompleted, RunFailed, RunCancelled, RunSuspended)
+"""Bodies that suspend or end a run: always last in a batch, refused while signals are unseen."""
 
 
 def index_of(state: RunState) -> RunIndex:
     """The run row's index columns for `state`."""
-    return RunIndex(status=state.status, waiting=state.waiting)
+    due = state.due_at if state.status == "waiting" else None
+    return RunIndex(status=state.status, waiting=state.waiting, due_at=due)
 
 
 class Attempt:
@@ -78,6 +96,8 @@ class Attempt:
         resend_for: float = 10.0,
         secrets: SecretResolver | None = None,
         prices: PriceTable | None = None,
+        approval_rules: Mapping[str, ApprovalCheck] | None = None,
+        cancel_grace: float = 10.0,
     ) -> None:
         if state.spec is None:
             raise ValueError(f"run {state.run_id}: an attempt needs the state folded with its spec")
@@ -91,7 +111,12 @@ class Attempt:
         self._should_stop = should_stop
         self._resend_for = resend_for
         self._staged: list[Record] = []
+        self._committed = state
         self._commit_lock = asyncio.Lock()
+        self._rules = approval_rules or {}
+        self._grace = cancel_grace
+        self.inbox_last = 0
+        self._heard = asyncio.Event()
         # Known secret values are redacted from every body before it is folded or recorded;
         # the app's prices re-price model calls the provider did not price.
         self._redactor = Redactor(secrets)
@@ -104,7 +129,10 @@ class Attempt:
         When `should_stop` turns true (the worker drains), the attempt commits what it has
         decided, releases its lease before the next effect, and returns with `stopped` set.
         """
+        await self._move_inbox()
         while True:
+            if self.inbox_last > self.state.inbox_seen:
+                await self._move_inbox()
             action = next_action(self.state)
             match action:
                 case Finished():
@@ -122,8 +150,33 @@ class Attempt:
                 case RunCalls(calls):
                     await self._commit()
                     await self._run_calls(calls)
-                case StartCalls() | RetryCalls() | SettleCalls() | Complete() | Fail():
-                    self._stage(decide(action, self._resolved))
+                case (
+                    StartCalls()
+                    | StartApproved()
+                    | DenyCalls()
+                    | FinishResumed()
+                    | RetryCalls()
+                    | SettleCalls()
+                    | Suspend()
+                    | CancelRun()
+                    | Complete()
+                    | Fail()
+                ):
+                    now = self.clock.now()
+                    self._stage(decide(action, self._resolved, rules=self._rules, now=now))
+
+    def heard(self, renewed: RenewResult) -> None:
+        """Told by the lease heartbeat: new inbox entries may exist."""
+        if renewed.inbox_last > self.inbox_last:
+            self.inbox_last = renewed.inbox_last
+            self._heard.set()
+
+    async def _move_inbox(self) -> None:
+        """Move the inbox entries after the last one in the log into it, in order."""
+        entries = await self.store.signals(self.state.run_id, self.state.inbox_seen)
+        for entry in entries:
+            self._stage([receive(self.state, entry)])
+            self.inbox_last = max(self.inbox_last, entry.number)
 
     # -- the log ----------------------------------------------------------------------------
 
@@ -155,22 +208,40 @@ class Attempt:
             records=records,
             batch_id=f"{self.state.attempt}.{records[0].seq}",
             index=index_of(self.state),
+            inbox_seen=self.state.inbox_seen,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._resend_for
         delay = 0.05
         while True:
             try:
-                await self.store.append(self.state.run_id, self.state.attempt, batch)
+                result = await self.store.append(self.state.run_id, self.state.attempt, batch)
                 break
             except StoreUnavailable:
                 if loop.time() + delay > deadline:
                     raise
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
+            except InboxPending as pending:
+                # Signals arrived that this batch would suspend or end the run past. Keep
+                # what the batch records (effects' results are never thrown away), drop the
+                # closing decision, and let the loop move the signals in and decide again.
+                self.inbox_last = max(self.inbox_last, pending.inbox_last)
+                await self._commit_without_closing()
+                return
+        self.inbox_last = max(self.inbox_last, result.inbox_last)
+        self._committed = self.state
         self._staged.clear()
         for kind in dict.fromkeys(record.body.type for record in records):
             reach(f"after_commit:{kind}")
+
+    async def _commit_without_closing(self) -> None:
+        kept = list(self._staged)
+        while kept and isinstance(kept[-1].body, CLOSING):
+            kept.pop()
+        self._staged = kept
+        self.state = fold_all(self._committed, kept)
+        await self._commit()
 
     # -- effects ----------------------------------------------------------------------------
 
@@ -208,9 +279,38 @@ class Attempt:
                 self._stage([body])
                 await self._commit()
 
-        async with asyncio.TaskGroup() as group:
-            for call in calls:
-                group.create_task(run_one(call))
+        tasks = {asyncio.create_task(run_one(call)): call for call in calls}
+        try:
+            while running := [task for task in tasks if not task.done()]:
+                self._heard.clear()
+                heard = asyncio.ensure_future(self._heard.wait())
+                await asyncio.wait([*running, heard], return_when=asyncio.FIRST_COMPLETED)
+                heard.cancel()
+                _raise_first_error(tasks)
+                if self.inbox_last > self.state.inbox_seen:
+                    async with self._commit_lock:
+                        await self._move_inbox()
+                        await self._commit()
+                    if self.state.cancel is not None:
+                        await self._cancel_in_flight(tasks)
+                        return
+            _raise_first_error(tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _cancel_in_flight(self, tasks: dict[asyncio.Task[None], ToolCall]) -> None:
+        """Cancel arrived while calls run: give them the grace period, then settle the rest."""
+        running = [task for task in tasks if not task.done()]
+        if running:
+            await asyncio.wait(running, timeout=self._grace)
+        async with self._commit_lock:
+            cut = [tasks[task] for task in tasks if not task.done()]
+            for task in tasks:
+                task.cancel()
+            note = f"{SETTLED_BY_CANCEL}, past the {self._grace:g} s grace period"
+            self._stage([ToolCallSettled(call_id=call.call_id, note=note) for call in cut])
+            await self._commit()
 
     async def _execute(self, call: ToolCall) -> Body:
         tool = self._resolved.get(call.name)
@@ -222,8 +322,10 @@ class Attempt:
                 reason="unknown_tool",
                 error=f"tool {call.name!r} is not available to this worker",
             )
+        current = self.state.call(call.call_id)
+        text = current.effective_arguments if current is not None else call.arguments
         try:
-            arguments = tool.function.validate(call.arguments)
+            arguments = tool.function.validate(text)
         except InvalidArguments as exc:
             return ToolCallFailed(call_id=call.call_id, reason="invalid_arguments", error=str(exc))
         context = ToolContext(
@@ -242,7 +344,19 @@ class Attempt:
             return ToolCallFailed(call_id=call.call_id, reason="error", error=str(exc))
         except TimeoutError:
             return _timed_out(call, tool, timeout)
+        if isinstance(result, WaitFor):
+            return ToolCallWaiting(call_id=call.call_id, note=result.note, due_at=result.due_at)
         return ToolCallFinished(call_id=call.call_id, result=result)
+
+
+def _raise_first_error(tasks: dict[asyncio.Task[None], ToolCall]) -> None:
+    # A call's task fails only when recording failed (a lost lease, an unreachable store) or
+    # the process is going down: the attempt cannot go on, so neither do its other calls.
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            error = task.exception()
+            if error is not None:
+                raise error
 
 
 def _timed_out(call: ToolCall, tool: ResolvedTool, timeout: float | None) -> Body:

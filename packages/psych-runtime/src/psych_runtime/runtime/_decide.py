@@ -2,45 +2,133 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as dt
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from psych_core import (
+    ApprovalRequested,
+    ApprovalRule,
+    ArgRule,
     Body,
+    CallState,
+    CancelRun,
     Complete,
+    DenyCalls,
     Fail,
+    FinishResumed,
     RetryCalls,
+    RunCancelled,
     RunCompleted,
     RunFailed,
+    RunSuspended,
     SettleCalls,
+    StartApproved,
     StartCalls,
+    Suspend,
     ToolCall,
     ToolCallFailed,
+    ToolCallFinished,
     ToolCallSettled,
     ToolCallStarted,
 )
 from psych_runtime.tools import InvalidArguments, ResolvedTool
 
-Decision = StartCalls | RetryCalls | SettleCalls | Complete | Fail
+Decision = (
+    StartCalls
+    | StartApproved
+    | DenyCalls
+    | FinishResumed
+    | RetryCalls
+    | SettleCalls
+    | Suspend
+    | CancelRun
+    | Complete
+    | Fail
+)
+
+ApprovalCheck = Callable[[dict[str, Any]], bool]
+"""A named approval rule a worker registers: True when the call's arguments need approval."""
 
 SETTLED_BY_CRASH = "its attempt ended before the call reported; the tool is not safe to retry"
+SETTLED_BY_CANCEL = "the run was cancelled while the call was running"
 
 
-def decide(decision: Decision, tools: Mapping[str, ResolvedTool]) -> list[Body]:
+def decide(
+    decision: Decision,
+    tools: Mapping[str, ResolvedTool],
+    *,
+    rules: Mapping[str, ApprovalCheck],
+    now: dt.datetime,
+) -> list[Body]:
     """The records that carry out `decision`, given the tools resolved for this turn."""
     match decision:
         case StartCalls(calls):
-            return [_start_or_refuse(call, tools) for call in calls]
+            return [_start_or_refuse(call, tools, rules) for call in calls]
+        case StartApproved(calls):
+            return [_start_approved(state, tools) for state in calls]
+        case DenyCalls(calls):
+            return [
+                ToolCallFailed(
+                    call_id=c.call.call_id, reason="denied", error=c.decision or "denied"
+                )
+                for c in calls
+            ]
+        case FinishResumed(calls):
+            return [ToolCallFinished(call_id=c.call.call_id, result=c.payload) for c in calls]
         case RetryCalls(calls):
             return [ToolCallStarted(call_id=call.call_id, name=call.name) for call in calls]
         case SettleCalls(calls):
             return [ToolCallSettled(call_id=call.call_id, note=SETTLED_BY_CRASH) for call in calls]
+        case Suspend(reason, calls, due_at):
+            expired = [c for c in calls if c.due_at is not None and c.due_at <= now]
+            if expired:
+                return [_timed_out_wait(c) for c in expired]
+            ids = tuple(c.call.call_id for c in calls)
+            return [RunSuspended(reason=reason, due_at=due_at, calls=ids)]
+        case CancelRun(reason, never_began, began):
+            why = f": {reason}" if reason else ""
+            bodies: list[Body] = [
+                ToolCallFailed(
+                    call_id=c.call.call_id,
+                    reason="cancelled",
+                    error=f"the run was cancelled before the call began{why}",
+                )
+                for c in never_began
+            ]
+            bodies += [
+                ToolCallSettled(call_id=c.call.call_id, note=SETTLED_BY_CANCEL) for c in began
+            ]
+            return [*bodies, RunCancelled(reason=reason)]
         case Complete():
             return [RunCompleted()]
         case Fail(reason, error):
             return [RunFailed(reason=reason, error=error)]
 
 
-def _start_or_refuse(call: ToolCall, tools: Mapping[str, ResolvedTool]) -> Body:
+def approval_needed(
+    rule: ApprovalRule, arguments: dict[str, Any], rules: Mapping[str, ApprovalCheck]
+) -> str | None:
+    """Why the call needs approval (the rule that asks, in words), or None."""
+    match rule:
+        case bool():
+            return "requires_approval=True" if rule else None
+        case ArgRule():
+            if rule.matches(arguments):
+                return f"{rule.path} {rule.op} {json.dumps(rule.value)}"
+            return None
+        case str():
+            check = rules.get(rule)
+            if check is None:
+                # Fail safe: a rule this worker does not know can only ask for approval.
+                return f"{rule} (not registered with this worker, so approval is required)"
+            return rule if check(arguments) else None
+
+
+def _start_or_refuse(
+    call: ToolCall, tools: Mapping[str, ResolvedTool], rules: Mapping[str, ApprovalCheck]
+) -> Body:
     tool = tools.get(call.name)
     if tool is None:
         offered = ", ".join(sorted(tools)) or "none"
@@ -57,4 +145,38 @@ def _start_or_refuse(call: ToolCall, tools: Mapping[str, ResolvedTool]) -> Body:
             reason="invalid_arguments",
             error=f"invalid arguments for tool {call.name!r}: {exc}",
         )
+    if tool.ref.requires_approval is not False:
+        raw = json.loads(call.arguments) if call.arguments.strip() else {}
+        why = approval_needed(tool.ref.requires_approval, raw, rules)
+        if why is not None:
+            return ApprovalRequested(call_id=call.call_id, rule=why)
     return ToolCallStarted(call_id=call.call_id, name=call.name)
+
+
+def _start_approved(state: CallState, tools: Mapping[str, ResolvedTool]) -> Body:
+    call = state.call
+    tool = tools.get(call.name)
+    if tool is None:
+        return ToolCallFailed(
+            call_id=call.call_id,
+            reason="unknown_tool",
+            error=f"tool {call.name!r} is no longer available to this run",
+        )
+    if state.arguments is not None:
+        try:
+            tool.function.validate(state.arguments)
+        except InvalidArguments as exc:
+            return ToolCallFailed(
+                call_id=call.call_id,
+                reason="invalid_arguments",
+                error=f"the approver's edited arguments for tool {call.name!r} are invalid: {exc}",
+            )
+    return ToolCallStarted(call_id=call.call_id, name=call.name)
+
+
+def _timed_out_wait(state: CallState) -> Body:
+    due = state.due_at.isoformat() if state.due_at else None
+    return ToolCallFinished(
+        call_id=state.call.call_id,
+        result={"resumed": False, "timed_out": True, "due_at": due},
+    )

@@ -8,22 +8,10 @@ from psych_core import (
     Record,
     RunAdmitted,
     ScopedStore,
-    SpecError,
     version_of,
 )
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._ids import new_run_id
-
-
-def check_supported(spec: AgentSpec) -> None:
-    """Refuse a spec this runtime cannot run faithfully, before anything is saved."""
-    for tool in spec.tools:
-        if tool.requires_approval is not False:
-            raise SpecError(
-                f"AgentSpec {spec.name!r}: tool {tool.name!r} requires approval, and this "
-                "version of psych-runtime cannot pause for approvals yet; it will not run the "
-                "call unapproved. Remove requires_approval or upgrade psych-runtime."
-            )
 
 
 async def dispatch(
@@ -40,7 +28,6 @@ async def dispatch(
     `idempotency_key` already used in the store's tenant, admits nothing and returns the
     existing run's id; the same key with another spec or input raises `IdempotencyConflict`.
     """
-    check_supported(spec)
     now = (clock or SystemClock()).now()
     version = spec.version
     await store.store.put_spec(version, spec.canonical_json())

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from psych_core import (
     AgentSpec,
@@ -20,6 +21,7 @@ from psych_core import (
 from psych_runtime.model import PriceTable
 from psych_runtime.runtime._attempt import Attempt
 from psych_runtime.runtime._clock import Clock
+from psych_runtime.runtime._decide import ApprovalCheck
 from psych_runtime.runtime._lease import with_lease
 from psych_runtime.tools import ToolRegistry
 
@@ -42,17 +44,32 @@ async def load_state(store: Store, run_id: str) -> RunState:
     return fold_all(RunState.empty(run_id, spec), records)
 
 
+@dataclass(frozen=True, slots=True)
+class Services:
+    """What an attempt runs with: the app's model, tools, secrets, prices and rules.
+
+    Attributes:
+        ttl: the lease's length; renewed every third, and the longest an append is re-sent.
+        approval_rules: named approval rules (`CodeTool(requires_approval="name")`).
+        cancel_grace: seconds in-flight calls get to finish once the run is cancelled.
+    """
+
+    model: ModelClient
+    tools: ToolRegistry
+    clock: Clock
+    ttl: dt.timedelta
+    secrets: SecretResolver | None = None
+    prices: PriceTable | None = None
+    approval_rules: Mapping[str, ApprovalCheck] = field(default_factory=dict)
+    cancel_grace: float = 10.0
+
+
 async def execute_claim(
     store: Store,
     claim: Claim,
+    services: Services,
     *,
-    model: ModelClient,
-    tools: ToolRegistry,
-    clock: Clock,
-    ttl: dt.timedelta,
     should_stop: Callable[[], bool] = lambda: False,
-    secrets: SecretResolver | None = None,
-    prices: PriceTable | None = None,
 ) -> RunState:
     """Run the claimed attempt until the run ends, suspends or `should_stop`; return its state.
 
@@ -62,19 +79,23 @@ async def execute_claim(
     state = await load_state(store, claim.run_id)
     assert state.admitted is not None
     assert state.spec is not None
-    missing = tools.missing(state.spec)
+    missing = services.tools.missing(state.spec)
     if missing is not None and not state.ended:
         raise missing
     attempt = Attempt(
         store=store,
         state=state,
         scope=state.admitted.scope,
-        model=model,
-        tools=tools,
-        clock=clock,
+        model=services.model,
+        tools=services.tools,
+        clock=services.clock,
         should_stop=should_stop,
-        resend_for=ttl.total_seconds() / 2,
-        secrets=secrets,
-        prices=prices,
+        resend_for=services.ttl.total_seconds() / 2,
+        secrets=services.secrets,
+        prices=services.prices,
+        approval_rules=services.approval_rules,
+        cancel_grace=services.cancel_grace,
     )
-    return await with_lease(store, claim.run_id, claim.attempt, ttl, attempt.run())
+    return await with_lease(
+        store, claim.run_id, claim.attempt, services.ttl, attempt.run(), on_renew=attempt.heard
+    )

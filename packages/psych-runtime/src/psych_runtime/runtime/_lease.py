@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
-from psych_core import LeaseLost, Store, StoreUnavailable
+from psych_core import LeaseLost, RenewResult, Store, StoreUnavailable
 
 
 async def with_lease[T](
-    store: Store, run_id: str, attempt: int, ttl: dt.timedelta, work: Awaitable[T]
+    store: Store,
+    run_id: str,
+    attempt: int,
+    ttl: dt.timedelta,
+    work: Awaitable[T],
+    on_renew: Callable[[RenewResult], None] | None = None,
 ) -> T:
     """Await `work` while renewing the lease every third of `ttl`.
 
     When a renewal says the lease is lost, `work` is cancelled at once (it appends nothing
-    more) and `LeaseLost` is raised. A store that cannot be reached is tried again at the next
+    more) and `LeaseLost` is raised. Each renewal's answer (it carries the run's inbox count)
+    goes to `on_renew`. A store that cannot be reached is tried again at the next
     beat; the fence protects the log if the lease expires meanwhile.
     """
     task = asyncio.ensure_future(work)
@@ -27,13 +33,15 @@ async def with_lease[T](
         while True:
             await asyncio.sleep(interval)
             try:
-                await store.renew(run_id, attempt, ttl)
+                renewed = await store.renew(run_id, attempt, ttl)
             except LeaseLost as exc:
                 lost = exc
                 task.cancel()
                 return
             except StoreUnavailable:
                 continue
+            if on_renew is not None:
+                on_renew(renewed)
 
     heartbeat = asyncio.create_task(beat())
     try:

@@ -13,7 +13,7 @@ import contextlib
 import datetime as dt
 import logging
 import signal
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pydantic
@@ -31,7 +31,8 @@ from psych_core import (
 )
 from psych_runtime.model import PriceTable
 from psych_runtime.runtime._clock import Clock, SystemClock
-from psych_runtime.runtime._execute import execute_claim
+from psych_runtime.runtime._decide import ApprovalCheck
+from psych_runtime.runtime._execute import Services, execute_claim
 from psych_runtime.runtime._faults import reach
 from psych_runtime.runtime._ids import new_worker_id
 from psych_runtime.tools import ToolFunction, ToolRegistry
@@ -60,6 +61,11 @@ class Worker:
         secrets: the secrets whose values must never be recorded: each value it knows is
             redacted from tool results and error texts before they are written.
         prices: the app's own prices, for model calls the provider did not price.
+        approval_rules: named approval rules, for tools declared with
+            ``requires_approval="name"``: each takes the call's arguments and returns whether
+            the call needs approval. A name this worker lacks always asks for approval.
+        cancel_grace: seconds in-flight calls get to finish after the run is cancelled;
+            calls still running then are settled ``unknown``.
     """
 
     def __init__(
@@ -77,21 +83,29 @@ class Worker:
         clock: Clock | None = None,
         secrets: SecretResolver | None = None,
         prices: PriceTable | None = None,
+        approval_rules: Mapping[str, ApprovalCheck] | None = None,
+        cancel_grace: float = 10.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.store = store
         self.worker_id = worker_id or new_worker_id()
-        self._model = model
-        self._tools = ToolRegistry(tools)
+        self._clock = clock or SystemClock()
+        self._services = Services(
+            model=model,
+            tools=ToolRegistry(tools),
+            clock=self._clock,
+            ttl=lease_ttl,
+            secrets=secrets,
+            prices=prices,
+            approval_rules=dict(approval_rules or {}),
+            cancel_grace=cancel_grace,
+        )
         self._concurrency = concurrency
         self._ttl = lease_ttl
         self._max_attempts = max_attempts
         self._backoff = release_backoff
         self._poll = poll_interval
-        self._clock = clock or SystemClock()
-        self._secrets = secrets
-        self._prices = prices
         self._stopping = asyncio.Event()
 
     def stop(self) -> None:
@@ -180,15 +194,7 @@ class Worker:
         run = f"run {claim.run_id} attempt {claim.attempt}"
         try:
             state = await execute_claim(
-                self.store,
-                claim,
-                model=self._model,
-                tools=self._tools,
-                clock=self._clock,
-                ttl=self._ttl,
-                should_stop=self._stopping.is_set,
-                secrets=self._secrets,
-                prices=self._prices,
+                self.store, claim, self._services, should_stop=self._stopping.is_set
             )
             log.debug("%s stopped with status %s", run, state.status)
         except LeaseLost as exc:

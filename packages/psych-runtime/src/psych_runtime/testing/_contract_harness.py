@@ -18,6 +18,7 @@ from psych_core import (
     Batch,
     Claim,
     NewRun,
+    Notify,
     Record,
     RunAdmitted,
     RunIndex,
@@ -121,6 +122,7 @@ def batch_of(
     batch_id: str | None = None,
     index: RunIndex = RUNNING,
     inbox_seen: int = 0,
+    notify: Sequence[Notify] = (),
 ) -> Batch:
     """A batch of `records` with a fresh id unless one is given."""
     return Batch(
@@ -128,6 +130,7 @@ def batch_of(
         batch_id=batch_id or new_id("batch"),
         index=index,
         inbox_seen=inbox_seen,
+        notify=tuple(notify),
     )
 
 

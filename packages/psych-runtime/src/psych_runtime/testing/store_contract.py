@@ -27,11 +27,14 @@ whose leases follow its database's clock is tested as it runs. What it covers:
   renew and release, suspended and finished runs holding no lease, timed waits, ``max_attempts``;
 - runs as a whole: tenant isolation on every call, listing pages, deletion, specs, `wait`;
 - limits: records and batches at exactly `store.limits` kept, one byte or record more refused
-  with `RecordTooLarge`, and nothing written.
+  with `RecordTooLarge`, and nothing written;
+- the inbox: signals numbered in commit order, keys single-use (two racing decisions: one
+  wins), waiting runs woken, leased runs told through `renew` and `append`, an append that
+  suspends or ends refused while entries are unseen (and no signal lost to a racing suspend),
+  notices written by appends, `due`, and ``max_attempts`` counting claims since a suspend.
 
 Each part is a class of its own, so an adapter can run part of the suite while it grows
 (``class TestMyStore(LeaseContract): ...``); certification is `StoreContract`, all of them.
-The inbox and signals will join as another part when the port has them.
 
 This module imports pytest: it ships in the ``psych-runtime[testing]`` extra, and the runtime
 itself never imports it.
@@ -40,6 +43,7 @@ itself never imports it.
 from __future__ import annotations
 
 from psych_runtime.testing._contract_harness import StoreHarness
+from psych_runtime.testing._contract_inbox import InboxContract
 from psych_runtime.testing._contract_leases import (
     AttemptLimitContract,
     ClaimContract,
@@ -69,6 +73,7 @@ class StoreContract(
     DeletionContract,
     SpecContract,
     WaitContract,
+    InboxContract,
 ):
     """Every test of the store contract. Subclass it and implement `create_store`.
 
@@ -82,6 +87,7 @@ __all__ = [
     "AttemptLimitContract",
     "ClaimContract",
     "DeletionContract",
+    "InboxContract",
     "LeaseContract",
     "LimitsContract",
     "ListingContract",

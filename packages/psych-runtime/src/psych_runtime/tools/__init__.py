@@ -3,6 +3,7 @@
 from psych_runtime.tools._code import CodeFunction, InvalidArguments, ToolRaised
 from psych_runtime.tools._context import ToolContext
 from psych_runtime.tools._registry import ResolvedTool, ToolFunction, ToolRegistry
+from psych_runtime.tools._wait import WaitFor
 
 __all__ = [
     "CodeFunction",
@@ -12,4 +13,5 @@ __all__ = [
     "ToolFunction",
     "ToolRaised",
     "ToolRegistry",
+    "WaitFor",
 ]

@@ -17,6 +17,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from psych_core import SpecError, ToolDefinition
 from psych_runtime.tools._context import ToolContext
+from psych_runtime.tools._wait import WaitFor
 
 
 def _parameter_hints(name: str, function: Callable[..., Any]) -> dict[str, Any]:
@@ -115,7 +116,7 @@ class CodeFunction:
             raise InvalidArguments(problems) from None
         return {name: getattr(validated, name) for name in type(validated).model_fields}
 
-    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> JsonValue:
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> JsonValue | WaitFor:
         """Call the function; sync functions run in a thread so they cannot block the loop.
 
         Raises `ToolRaised` with a readable message when the function raises or returns
@@ -133,6 +134,8 @@ class CodeFunction:
             raise
         except Exception as exc:
             raise ToolRaised(f"{type(exc).__name__}: {exc}") from exc
+        if isinstance(result, WaitFor):
+            return result
         try:
             jsonable: JsonValue = to_jsonable_python(result)
         except PydanticSerializationError as exc:

@@ -1,0 +1,54 @@
+"""Moving an inbox entry into the log: which record it becomes, decided from the state alone."""
+
+from __future__ import annotations
+
+from psych_core._records import ApprovalDecided, Body, SignalIgnored, SignalReceived
+from psych_core._signals import Approve, Cancel, ChildEnded, Deny, InboxEntry, Resume, UserInput
+from psych_core._state import RunState
+
+
+def receive(state: RunState, entry: InboxEntry) -> Body:
+    """The record that moves `entry` into the log of a run in `state`.
+
+    A signal that no longer applies (a decision on a call that is not awaiting one, a resume
+    when nothing waits, a second cancel) becomes `SignalIgnored` with the reason: never an
+    error, since the sender could not know.
+    """
+    signal = entry.signal
+    match signal:
+        case Approve() | Deny():
+            call = state.call(signal.call_id)
+            if call is None or call.phase != "awaiting_approval":
+                where = "is not a call of the current turn" if call is None else f"is {call.phase}"
+                return _ignored(entry, f"call {signal.call_id} {where}, not awaiting approval")
+            if isinstance(signal, Approve):
+                return ApprovalDecided(
+                    number=entry.number,
+                    call_id=signal.call_id,
+                    approved=True,
+                    by=signal.by,
+                    note=signal.note,
+                    arguments=signal.arguments,
+                )
+            return ApprovalDecided(
+                number=entry.number,
+                call_id=signal.call_id,
+                approved=False,
+                by=signal.by,
+                reason=signal.reason,
+            )
+        case Resume():
+            if not any(c.phase == "waiting" for c in state.calls):
+                return _ignored(entry, "the run was not waiting for a resume")
+        case Cancel():
+            if state.cancel is not None:
+                return _ignored(entry, "the run is already being cancelled")
+        case ChildEnded():
+            return _ignored(entry, f"run has no child {signal.child_run_id} waiting to end")
+        case UserInput():
+            pass
+    return SignalReceived(number=entry.number, key=entry.key, signal=signal)
+
+
+def _ignored(entry: InboxEntry, reason: str) -> SignalIgnored:
+    return SignalIgnored(number=entry.number, key=entry.key, reason=reason)

@@ -1,0 +1,112 @@
+"""Telling a run something from outside: decisions, resumes, cancels, user messages.
+
+Every function here writes one entry into the run's inbox through the store and returns its
+number; the run's current attempt (or the next one, for a waiting run the entry wakes) moves
+it into the log at a step boundary. Nothing here needs the run's state from the caller.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any
+
+from pydantic import JsonValue
+
+from psych_core import (
+    Approve,
+    Cancel,
+    Deny,
+    DuplicateSignal,
+    NotAwaitingApproval,
+    Resume,
+    RunRow,
+    RunState,
+    ScopedStore,
+    Signal,
+    Store,
+    UserInput,
+    fold_all,
+)
+
+
+async def approve(
+    store: ScopedStore,
+    run_id: str,
+    call_id: str,
+    *,
+    by: str,
+    note: str | None = None,
+    arguments: dict[str, Any] | None = None,
+) -> int:
+    """Approve the pending call `call_id` (optionally with edited `arguments`); wake the run.
+
+    A decision is single-use: a second `approve` or `deny` of the same call, even racing this
+    one, raises `NotAwaitingApproval`, as does a call that is not waiting for a decision.
+    """
+    signal = Approve(call_id=call_id, by=by, note=note, arguments=arguments)
+    return await _decide(store, run_id, call_id, signal)
+
+
+async def deny(store: ScopedStore, run_id: str, call_id: str, *, by: str, reason: str) -> int:
+    """Deny the pending call `call_id`; the model is told who denied it and why."""
+    return await _decide(store, run_id, call_id, Deny(call_id=call_id, by=by, reason=reason))
+
+
+async def resume(
+    store: ScopedStore, run_id: str, payload: JsonValue = None, *, key: str | None = None
+) -> int:
+    """End the run's wait for something external; `payload` becomes the waiting call's result.
+
+    `key` makes the resume single-use (a second one with the same key raises
+    `DuplicateSignal`); a resume that arrives when nothing waits is recorded as ignored.
+    """
+    return await _send(store, run_id, Resume(payload=payload), key)
+
+
+async def cancel(
+    store: ScopedStore,
+    run_id: str,
+    reason: str = "",
+    *,
+    by: str | None = None,
+    key: str | None = None,
+) -> int:
+    """Cancel a running or waiting run. Calls in flight get the worker's grace period, then
+    are settled ``unknown``; calls that never began fail with reason ``cancelled``."""
+    return await _send(store, run_id, Cancel(reason=reason, by=by), key)
+
+
+async def interrupt(
+    store: ScopedStore, run_id: str, message: str, *, key: str | None = None
+) -> int:
+    """Add a user message to the run: the model sees it at its next turn."""
+    return await _send(store, run_id, UserInput(text=message), key)
+
+
+async def due(store: Store, now: dt.datetime, limit: int = 100) -> list[RunRow]:
+    """Waiting runs, of every tenant, whose time has come (a timed wait past its due time, or
+    a run woken by a signal): what an app's own scheduler should start a worker for.
+
+    Takes the plain store, like `Worker`: it serves every tenant.
+    """
+    return await store.due(now, limit)
+
+
+async def _decide(store: ScopedStore, run_id: str, call_id: str, signal: Signal) -> int:
+    records = await store.read(run_id)
+    state = fold_all(RunState.empty(run_id), records)
+    call = state.call(call_id)
+    if call is None or call.phase != "awaiting_approval":
+        where: str = "no such call in the current turn" if call is None else call.phase
+        if state.ended:
+            where = f"the run has ended ({state.status})"
+        raise NotAwaitingApproval(run_id, call_id, where)
+    try:
+        return await store.signal(run_id, signal, f"approval:{call_id}")
+    except DuplicateSignal:
+        raise NotAwaitingApproval(run_id, call_id, "already decided") from None
+
+
+async def _send(store: ScopedStore, run_id: str, signal: Signal, key: str | None) -> int:
+    return await store.signal(run_id, signal, key or f"{signal.kind}:{os.urandom(8).hex()}")

@@ -1,0 +1,32 @@
+"""`stream()`: a run's records as they land, from any process, until the run ends."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from psych_core import Record, RunState, ScopedStore, fold
+
+
+async def stream(
+    store: ScopedStore, run_id: str, after: int = -1, *, poll: float = 1.0
+) -> AsyncIterator[Record]:
+    """Yield the run's records with seq above `after`, in order, each exactly once, as they are
+    appended by any process, until the run ends (after its final record).
+
+    Resumable: pass the seq of the last record you handled as `after`. Waits with
+    `Store.wait` (LISTEN/NOTIFY where the store has it, polling at most every `poll` seconds
+    otherwise). `RunNotFound` outside the store's tenant.
+    """
+    await store.run(run_id)
+    inner = store.store
+    state = RunState.empty(run_id)
+    for record in await inner.read(run_id):
+        state = fold(state, record)
+        if record.seq > after:
+            yield record
+    while not state.ended:
+        await inner.wait(run_id, state.last_seq, poll)
+        for record in await inner.read(run_id, state.last_seq):
+            state = fold(state, record)
+            if record.seq > after:
+                yield record
