@@ -9,6 +9,7 @@ from psych_core._actions import (
     Action,
     CallModel,
     CancelRun,
+    CollectChildren,
     Complete,
     DenyCalls,
     Effect,
@@ -63,6 +64,8 @@ from psych_core._records import (
     ApprovalRequested,
     AttemptStarted,
     Body,
+    ChildFinished,
+    ChildStarted,
     ModelCallFailed,
     ModelCallFinished,
     Record,
@@ -102,6 +105,7 @@ from psych_core._signals import (
 )
 from psych_core._spec import (
     AgentSpec,
+    AgentTool,
     ApprovalRule,
     ArgRule,
     CodeTool,
@@ -162,6 +166,7 @@ from psych_core.ports import (
 __all__ = [
     # specs
     "AgentSpec",
+    "AgentTool",
     "ApprovalRule",
     "ArgRule",
     "CodeTool",
@@ -198,6 +203,8 @@ __all__ = [
     "ApprovalRequested",
     "AttemptStarted",
     "Body",
+    "ChildFinished",
+    "ChildStarted",
     "ModelCallFailed",
     "ModelCallFinished",
     "Record",
@@ -230,6 +237,7 @@ __all__ = [
     "Action",
     "CallModel",
     "CancelRun",
+    "CollectChildren",
     "Complete",
     "DenyCalls",
     "Effect",

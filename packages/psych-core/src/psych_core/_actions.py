@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from psych_core._errors import SpecError
 from psych_core._messages import ToolCall
+from psych_core._spec import AgentTool
 from psych_core._state import CallPhase, CallState, RunState, WaitingReason
 
 
@@ -27,6 +28,13 @@ class RunCalls:
     """Effect: run these calls, already recorded as started by this attempt."""
 
     calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CollectChildren:
+    """Effect: these calls' child runs ended; read each child's outcome and record it."""
+
+    calls: tuple[CallState, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +119,7 @@ class Finished:
 Action = (
     CallModel
     | RunCalls
+    | CollectChildren
     | StartCalls
     | StartApproved
     | DenyCalls
@@ -125,7 +134,7 @@ Action = (
 )
 """Anything `next_action` can return."""
 
-Effect = CallModel | RunCalls
+Effect = CallModel | RunCalls | CollectChildren
 """The actions that touch the world; the worker commits its batch before each."""
 
 
@@ -140,8 +149,9 @@ def next_action(state: RunState) -> Action:
         raise SpecError(f"run {state.run_id}: next_action needs a claimed run (no attempt yet)")
 
     if state.cancel is not None:
-        began = tuple(c for c in state.calls if c.phase == "started")
-        never = tuple(c for c in state.calls if c.phase not in ("started", "done"))
+        began_phases = ("started", "child", "child_ended")
+        began = tuple(c for c in state.calls if c.phase in began_phases)
+        never = tuple(c for c in state.calls if c.phase not in (*began_phases, "done"))
         return CancelRun(state.cancel, never, began)
     requested = tuple(c.call for c in state.calls if c.phase == "requested")
     if requested:
@@ -166,6 +176,9 @@ def next_action(state: RunState) -> Action:
     running = tuple(c.call for c in state.calls if c.phase == "started")
     if running:
         return RunCalls(running)
+    ended_children = _in_phase(state, "child_ended")
+    if ended_children:
+        return CollectChildren(ended_children)
     awaiting = _in_phase(state, "awaiting_approval")
     if awaiting:
         return Suspend("approval", awaiting)
@@ -173,6 +186,9 @@ def next_action(state: RunState) -> Action:
     if waiting:
         dues = [c.due_at for c in waiting if c.due_at is not None]
         return Suspend("external", waiting, min(dues) if dues else None)
+    children = _in_phase(state, "child")
+    if children:
+        return Suspend("children", children)
 
     if state.answered:
         problem = _output_problem(state)
@@ -195,7 +211,9 @@ def _in_phase(state: RunState, phase: CallPhase) -> tuple[CallState, ...]:
 
 def _safe_to_retry(state: RunState, name: str) -> bool:
     tool = state.spec.tool(name) if state.spec is not None else None
-    return tool is not None and tool.safe_to_retry
+    # A subagent call is always safe to start again: its child's id is derived from the call,
+    # so starting it again finds the child created before the crash instead of a second one.
+    return tool is not None and (tool.safe_to_retry or isinstance(tool, AgentTool))
 
 
 def _output_problem(state: RunState) -> str | None:

@@ -20,6 +20,8 @@ from psych_core._records import (
     ApprovalDecided,
     ApprovalRequested,
     AttemptStarted,
+    ChildFinished,
+    ChildStarted,
     ModelCallFailed,
     ModelCallFinished,
     Record,
@@ -36,8 +38,8 @@ from psych_core._records import (
     ToolCallStarted,
     ToolCallWaiting,
 )
-from psych_core._signals import Cancel, Resume, UserInput
-from psych_core._state import CallState, RunState
+from psych_core._signals import Cancel, ChildEnded, Resume, UserInput
+from psych_core._state import CallPhase, CallState, RunState
 
 UNKNOWN_OUTCOME = (
     "The outcome of this call is unknown: the worker running it stopped before it reported a "
@@ -82,7 +84,9 @@ def fold(state: RunState, record: Record) -> RunState:
         case ToolCallStarted():
             return _tool_started(state, record, body)
         case ToolCallFinished():
-            done = _started_call(state, record, body.call_id, also=("waiting", "resumed"))
+            done = _started_call(
+                state, record, body.call_id, also=("waiting", "resumed", "child_ended")
+            )
             content = render_result(body.result)
             message = ToolResultMessage(body.call_id, done.call.name, content)
             return _settle(state, record, done, message)
@@ -92,7 +96,7 @@ def fold(state: RunState, record: Record) -> RunState:
             message = ToolResultMessage(body.call_id, done.call.name, text, True)
             return _settle(state, record, done, message)
         case ToolCallSettled():
-            done = _started_call(state, record, body.call_id)
+            done = _started_call(state, record, body.call_id, also=("child", "child_ended"))
             message = ToolResultMessage(body.call_id, done.call.name, UNKNOWN_OUTCOME, True)
             return _settle(state, record, done, message)
         case ToolCallWaiting():
@@ -130,6 +134,15 @@ def fold(state: RunState, record: Record) -> RunState:
             return _signal(_inbox_number(state, record, body.number), record, body)
         case SignalIgnored():
             return replace(_inbox_number(state, record, body.number), next_seq=n)
+        case ChildStarted():
+            current = _started_call(state, record, body.call_id, also=("child_ended",))
+            # A fast child may have ended (and its notice been moved in) before this record.
+            phase: CallPhase = "child_ended" if current.phase == "child_ended" else "child"
+            child = replace(current, phase=phase, child_run_id=body.child_run_id)
+            return replace(state, next_seq=n, calls=_with_call(state, child))
+        case ChildFinished():
+            _started_call(state, record, body.call_id, only=("child_ended",))
+            return replace(state, next_seq=n)
         case RunSuspended():
             return replace(
                 state, next_seq=n, status="waiting", waiting=body.reason, due_at=body.due_at
@@ -255,10 +268,15 @@ def _open_call(state: RunState, record: Record, call_id: str) -> CallState:
 
 
 def _started_call(
-    state: RunState, record: Record, call_id: str, also: tuple[str, ...] = ()
+    state: RunState,
+    record: Record,
+    call_id: str,
+    also: tuple[str, ...] = (),
+    only: tuple[str, ...] | None = None,
 ) -> CallState:
     current = _open_call(state, record, call_id)
-    if current.phase != "started" and current.phase not in also:
+    allowed = only if only is not None else ("started", *also)
+    if current.phase not in allowed:
         raise FoldError(
             state.run_id, record.seq, f"{record.body.type} for call {call_id}, which never started"
         )
@@ -320,6 +338,14 @@ def _signal(state: RunState, record: Record, body: SignalReceived) -> RunState:
             if state.open_calls:
                 return replace(state, next_seq=n, pending_input=(*state.pending_input, text))
             return replace(_new_turn(state, text), next_seq=n)
+        case ChildEnded(child_run_id=child_id, call_id=call_id):
+            current = state.call(call_id)
+            if current is None or current.phase not in ("started", "child"):
+                raise FoldError(
+                    state.run_id, record.seq, f"child {child_id} ended for no running call"
+                )
+            ended = replace(current, phase="child_ended", child_run_id=child_id)
+            return replace(state, next_seq=n, calls=_with_call(state, ended))
         case _:
             raise FoldError(
                 state.run_id, record.seq, f"signal {body.signal.kind} cannot be received here"

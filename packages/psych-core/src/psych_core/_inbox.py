@@ -44,7 +44,9 @@ def receive(state: RunState, entry: InboxEntry) -> Body:
             if state.cancel is not None:
                 return _ignored(entry, "the run is already being cancelled")
         case ChildEnded():
-            return _ignored(entry, f"run has no child {signal.child_run_id} waiting to end")
+            call = state.call(signal.call_id)
+            if call is None or call.phase not in ("started", "child"):
+                return _ignored(entry, f"no call of this run waits for child {signal.child_run_id}")
         case UserInput():
             pass
     return SignalReceived(number=entry.number, key=entry.key, signal=signal)

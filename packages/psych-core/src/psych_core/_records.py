@@ -26,7 +26,11 @@ class _Body(BaseModel):
 
 
 class RunAdmitted(_Body):
-    """Seq 0: the run was admitted with this spec version and input."""
+    """Seq 0: the run was admitted with this spec version and input.
+
+    A child run (a subagent's) names its parent run and call, and the tools its parent could
+    use: the child is never offered a tool outside them.
+    """
 
     type: Literal["run_admitted"] = "run_admitted"
     schema_version: int = SCHEMA_VERSION
@@ -35,6 +39,8 @@ class RunAdmitted(_Body):
     input: str
     scope: Scope
     parent_run_id: str | None = None
+    parent_call_id: str | None = None
+    allowed_tools: tuple[str, ...] | None = None
 
 
 class AttemptStarted(_Body):
@@ -176,6 +182,23 @@ class RunSuspended(_Body):
     calls: tuple[str, ...] = ()
 
 
+class ChildStarted(_Body):
+    """A subagent call created its child run (whose id is derived from this run and the call)."""
+
+    type: Literal["child_started"] = "child_started"
+    call_id: str
+    child_run_id: str
+
+
+class ChildFinished(_Body):
+    """The child run of a subagent call ended with `status`; the call's outcome follows."""
+
+    type: Literal["child_finished"] = "child_finished"
+    call_id: str
+    child_run_id: str
+    status: str
+
+
 class RunCompleted(_Body):
     """The run ended with an answer: the text of the last `ModelCallFinished`."""
 
@@ -212,6 +235,8 @@ Body = Annotated[
     | SignalReceived
     | SignalIgnored
     | RunSuspended
+    | ChildStarted
+    | ChildFinished
     | RunCompleted
     | RunFailed
     | RunCancelled,

@@ -17,6 +17,7 @@ from psych_core._fold import fold
 from psych_core._records import (
     ApprovalDecided,
     ApprovalRequested,
+    ChildStarted,
     ModelCallFinished,
     Record,
     RunAdmitted,
@@ -82,7 +83,9 @@ def status_of(state: RunState) -> RunStatus:
 def _waiting_for(state: RunState) -> tuple[str, ...]:
     if state.status != "waiting":
         return ()
-    phase = {"approval": "awaiting_approval", "external": "waiting"}.get(state.waiting or "")
+    phase = {"approval": "awaiting_approval", "external": "waiting", "children": "child"}.get(
+        state.waiting or ""
+    )
     return tuple(c.call.call_id for c in state.calls if c.phase == phase)
 
 
@@ -137,9 +140,30 @@ class Totals(_View):
     cost: Cost | None = None
     unpriced_calls: int = 0
 
+    def __add__(self, other: Totals) -> Totals:
+        sources = dict(self.usage_sources)
+        for source, count in other.usage_sources.items():
+            sources[source] = sources.get(source, 0) + count
+        unpriced = self.unpriced_calls + other.unpriced_calls
+        cost = None
+        if not unpriced and self.cost is not None and other.cost is not None:
+            cost = _sum_costs([self.cost, other.cost])
+        return Totals(
+            usage=self.usage + other.usage,
+            usage_sources=sources,
+            cost=cost,
+            unpriced_calls=unpriced,
+        )
+
 
 class Report(_View):
-    """What happened in a run, from its log."""
+    """What happened in a run, from its log.
+
+    Attributes:
+        totals: what this run and its subagents' runs used and cost, together.
+        own_totals: what this run's own model calls used and cost.
+        children: the child runs its subagent calls started (each has its own report).
+    """
 
     run_id: str
     agent: str
@@ -152,6 +176,8 @@ class Report(_View):
     model_calls: int
     tool_calls: tuple[ToolCallReport, ...]
     totals: Totals
+    own_totals: Totals
+    children: tuple[str, ...] = ()
     attempts: int
     started_at: dt.datetime
     ended_at: dt.datetime | None = None
@@ -166,6 +192,7 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
     sources: dict[UsageSource, int] = {}
     costs: list[Cost] = []
     unpriced = 0
+    children: list[str] = []
     for record in records:
         state = fold(state, record)
         body = record.body
@@ -202,6 +229,8 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
                 )
             case ToolCallSettled():
                 calls[body.call_id].update(outcome="unknown", ended_at=record.at)
+            case ChildStarted():
+                children.append(body.child_run_id)
             case ApprovalRequested():
                 calls[body.call_id]["approval_rule"] = body.rule
             case ApprovalDecided():
@@ -235,6 +264,8 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
         model_calls=state.model_calls,
         tool_calls=tuple(ToolCallReport.model_validate(entry) for entry in calls.values()),
         totals=totals,
+        own_totals=totals,
+        children=tuple(children),
         attempts=state.attempt,
         started_at=started_at,
         ended_at=last_at if state.ended else None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
@@ -140,8 +140,35 @@ class CodeTool(_Frozen):
         return name
 
 
-ToolRef = CodeTool
-"""Any tool reference an `AgentSpec` can hold."""
+class AgentTool(_Frozen):
+    """A subagent: calling this tool starts a child run of `spec` with its own log.
+
+    The parent waits (reason ``children``) without holding a worker and is woken by the
+    child's final append; the call's result is the child's output. The child may use only tools
+    its parent may use: its spec's tools are narrowed to the parent's.
+
+    Attributes:
+        name: the tool's name as the parent's model sees it.
+        spec: the child agent.
+        description: what the model is told the subagent does (default: its instructions).
+    """
+
+    kind: Literal["agent"] = "agent"
+    name: str
+    spec: AgentSpec
+    description: str | None = None
+    safe_to_retry: bool = False
+    requires_approval: ApprovalRule = False
+    timeout: float | None = Field(default=None, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        return CodeTool._check_name(name)
+
+
+ToolRef = Annotated[CodeTool | AgentTool, Field(discriminator="kind")]
+"""Any tool reference an `AgentSpec` can hold, told apart by its ``kind``."""
 
 
 class Skill(_Frozen):
@@ -222,3 +249,6 @@ class AgentSpec(_Frozen):
         parts = [self.instructions] if self.instructions else []
         parts.extend(f"## {skill.name}\n{skill.instructions}" for skill in self.skills)
         return "\n\n".join(parts)
+
+
+AgentTool.model_rebuild()

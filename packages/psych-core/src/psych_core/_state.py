@@ -55,12 +55,22 @@ class Conversation:
 
 
 CallPhase = Literal[
-    "requested", "awaiting_approval", "approved", "denied", "started", "waiting", "resumed", "done"
+    "requested",
+    "awaiting_approval",
+    "approved",
+    "denied",
+    "started",
+    "waiting",
+    "resumed",
+    "child",
+    "child_ended",
+    "done",
 ]
 """Where a call is: ``requested`` (no record yet), ``awaiting_approval``, ``approved`` or
 ``denied`` (decided, not yet acted on), ``started`` (running, or orphaned by a crash),
 ``waiting`` (its tool waits for a resume or a time), ``resumed`` (its payload arrived),
-``done`` (finished, failed or settled)."""
+``child`` (a subagent's child run is going), ``child_ended`` (it ended; its outcome is to be
+collected), ``done`` (finished, failed or settled)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +87,7 @@ class CallState:
         decision: who denied the call and why, once denied.
         payload: what the `Resume` that ended its wait brought.
         due_at: when its wait times out, for a ``waiting`` call.
+        child_run_id: the child run of a subagent call.
     """
 
     call: ToolCall
@@ -87,6 +98,7 @@ class CallState:
     decision: str | None = None
     payload: JsonValue = None
     due_at: dt.datetime | None = None
+    child_run_id: str | None = None
 
     @property
     def effective_arguments(self) -> str:

@@ -27,7 +27,15 @@ async def status(store: ScopedStore, run_id: str) -> RunStatus:
 
 
 async def report(store: ScopedStore, run_id: str) -> Report:
-    """What happened in the run: turns, model calls, tool calls with outcomes, totals."""
+    """What happened in the run: turns, model calls, tool calls with outcomes, totals.
+
+    `totals` rolls up the usage and cost of the run's subagents (and theirs); `own_totals` is
+    the run's own; each child's report is readable on its own too.
+    """
     records = await store.read(run_id)
     spec = await load_spec(store.store, run_id, records)
-    return build_report(RunState.empty(run_id, spec), records)
+    own = build_report(RunState.empty(run_id, spec), records)
+    totals = own.totals
+    for child in own.children:
+        totals = totals + (await report(store, child)).totals
+    return own.model_copy(update={"totals": totals})

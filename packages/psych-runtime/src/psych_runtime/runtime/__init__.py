@@ -4,7 +4,8 @@ from psych_runtime.runtime._attempt import Attempt, index_of
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._decide import ApprovalCheck
 from psych_runtime.runtime._dispatch import dispatch
-from psych_runtime.runtime._execute import Services, execute_claim, load_spec, load_state
+from psych_runtime.runtime._execute import Services, execute_claim
+from psych_runtime.runtime._execute_state import load_spec, load_state
 from psych_runtime.runtime._faults import POINTS, arm, disarm
 from psych_runtime.runtime._ids import new_run_id, new_worker_id
 from psych_runtime.runtime._lease import with_lease

@@ -11,10 +11,15 @@ import asyncio
 from collections.abc import Callable, Mapping
 
 from psych_core import (
+    FINAL_STATUSES,
+    AgentTool,
     Batch,
     Body,
     CallModel,
     CancelRun,
+    ChildEnded,
+    ChildStarted,
+    CollectChildren,
     Complete,
     DenyCalls,
     Fail,
@@ -22,6 +27,7 @@ from psych_core import (
     FinishResumed,
     InboxPending,
     ModelClient,
+    Notify,
     Record,
     RenewResult,
     RetryCalls,
@@ -50,6 +56,7 @@ from psych_core import (
     next_action,
     receive,
 )
+from psych_core import Cancel as CancelSignal
 from psych_runtime.model import (
     PriceTable,
     build_request,
@@ -58,6 +65,7 @@ from psych_runtime.model import (
     finished_record,
 )
 from psych_runtime.model.egress import Redactor
+from psych_runtime.runtime._children import collect_child, start_child
 from psych_runtime.runtime._clock import Clock
 from psych_runtime.runtime._decide import SETTLED_BY_CANCEL, ApprovalCheck, decide
 from psych_runtime.runtime._faults import reach
@@ -121,7 +129,7 @@ class Attempt:
         # the app's prices re-price model calls the provider did not price.
         self._redactor = Redactor(secrets)
         self._prices = prices
-        self._resolved: Mapping[str, ResolvedTool] = tools.resolve(state.spec)
+        self._resolved: Mapping[str, ResolvedTool] = self._resolve()
 
     async def run(self) -> RunState:
         """Drive the run until it has nothing left to do in this attempt; return its state.
@@ -150,6 +158,10 @@ class Attempt:
                 case RunCalls(calls):
                     await self._commit()
                     await self._run_calls(calls)
+                case CollectChildren(children):
+                    await self._commit()
+                    for child in children:
+                        self._stage(await collect_child(self.store, child))
                 case (
                     StartCalls()
                     | StartApproved()
@@ -164,6 +176,48 @@ class Attempt:
                 ):
                     now = self.clock.now()
                     self._stage(decide(action, self._resolved, rules=self._rules, now=now))
+
+    def _resolve(self) -> Mapping[str, ResolvedTool]:
+        """The tools this run may call now; a child run only those its parent could use."""
+        assert self.state.spec is not None
+        resolved = self.tools.resolve(self.state.spec)
+        admitted = self.state.admitted
+        if admitted is not None and admitted.allowed_tools is not None:
+            allowed = set(admitted.allowed_tools)
+            resolved = {name: tool for name, tool in resolved.items() if name in allowed}
+        return resolved
+
+    async def _start_child(self, call: ToolCall, tool: ResolvedTool, text: str) -> Body:
+        assert isinstance(tool.ref, AgentTool)
+        child = await start_child(
+            self.store, self.state, call, tool.ref, text, tuple(self._resolved), self.clock
+        )
+        return ChildStarted(call_id=call.call_id, child_run_id=child)
+
+    def _notices(self, records: tuple[Record, ...]) -> tuple[Notify, ...]:
+        """Other runs this batch must wake: the parent when a child ends; the children of a
+        run that is cancelled."""
+        notices: list[Notify] = []
+        admitted = self.state.admitted
+        if (
+            self.state.status in FINAL_STATUSES
+            and admitted is not None
+            and admitted.parent_run_id is not None
+            and admitted.parent_call_id is not None
+        ):
+            ended = ChildEnded(
+                child_run_id=self.state.run_id,
+                call_id=admitted.parent_call_id,
+                status=self.state.status,
+            )
+            notices.append(Notify(admitted.parent_run_id, f"child:{self.state.run_id}", ended))
+        if any(isinstance(record.body, RunCancelled) for record in records):
+            for call in self.state.calls:
+                if call.child_run_id is not None:
+                    cancel = CancelSignal(reason=f"parent run {self.state.run_id} was cancelled")
+                    key = f"cancel:parent:{self.state.run_id}"
+                    notices.append(Notify(call.child_run_id, key, cancel))
+        return tuple(notices)
 
     def heard(self, renewed: RenewResult) -> None:
         """Told by the lease heartbeat: new inbox entries may exist."""
@@ -209,6 +263,7 @@ class Attempt:
             batch_id=f"{self.state.attempt}.{records[0].seq}",
             index=index_of(self.state),
             inbox_seen=self.state.inbox_seen,
+            notify=self._notices(records),
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._resend_for
@@ -249,7 +304,7 @@ class Attempt:
         # Resolved again before every model call: what a run may use can change between turns.
         spec = self.state.spec
         assert spec is not None
-        self._resolved = self.tools.resolve(spec)
+        self._resolved = self._resolve()
         definitions = tuple(tool.definition() for tool in self._resolved.values())
         request = build_request(self.state, definitions)
         try:
@@ -325,7 +380,7 @@ class Attempt:
         current = self.state.call(call.call_id)
         text = current.effective_arguments if current is not None else call.arguments
         try:
-            arguments = tool.function.validate(text)
+            arguments = tool.validate(text)
         except InvalidArguments as exc:
             return ToolCallFailed(call_id=call.call_id, reason="invalid_arguments", error=str(exc))
         context = ToolContext(
@@ -336,6 +391,8 @@ class Attempt:
             idempotency_key=f"{self.state.run_id}:{call.call_id}",
             scope=self.scope,
         )
+        if tool.function is None:
+            return await self._start_child(call, tool, arguments["input"])
         timeout = tool.ref.timeout
         try:
             async with asyncio.timeout(timeout):

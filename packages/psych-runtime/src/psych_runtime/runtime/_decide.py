@@ -138,7 +138,7 @@ def _start_or_refuse(
             error=f"there is no tool named {call.name!r} (available: {offered})",
         )
     try:
-        tool.function.validate(call.arguments)
+        tool.validate(call.arguments)
     except InvalidArguments as exc:
         return ToolCallFailed(
             call_id=call.call_id,
@@ -164,7 +164,7 @@ def _start_approved(state: CallState, tools: Mapping[str, ResolvedTool]) -> Body
         )
     if state.arguments is not None:
         try:
-            tool.function.validate(state.arguments)
+            tool.validate(state.arguments)
         except InvalidArguments as exc:
             return ToolCallFailed(
                 call_id=call.call_id,

@@ -3,45 +3,23 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from psych_core import (
-    AgentSpec,
     Claim,
-    FoldError,
     ModelClient,
-    Record,
-    RunAdmitted,
     RunState,
     SecretResolver,
     Store,
-    fold_all,
 )
 from psych_runtime.model import PriceTable
 from psych_runtime.runtime._attempt import Attempt
 from psych_runtime.runtime._clock import Clock
 from psych_runtime.runtime._decide import ApprovalCheck
+from psych_runtime.runtime._execute_state import load_state
 from psych_runtime.runtime._lease import with_lease
 from psych_runtime.tools import ToolRegistry
-
-
-async def load_spec(store: Store, run_id: str, records: Sequence[Record]) -> AgentSpec:
-    """The spec the run was admitted with (named by its first record), from the store."""
-    admitted = records[0].body if records else None
-    if not isinstance(admitted, RunAdmitted):
-        raise FoldError(run_id, 0, "log does not start with run_admitted")
-    text = await store.get_spec(admitted.spec_version)
-    if text is None:
-        raise FoldError(run_id, 0, f"spec {admitted.spec_version} is not in the store")
-    return AgentSpec.model_validate_json(text)
-
-
-async def load_state(store: Store, run_id: str) -> RunState:
-    """The run's whole log folded with its spec."""
-    records = await store.read(run_id)
-    spec = await load_spec(store, run_id, records)
-    return fold_all(RunState.empty(run_id, spec), records)
 
 
 @dataclass(frozen=True, slots=True)

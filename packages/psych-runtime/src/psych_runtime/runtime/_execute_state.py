@@ -1,0 +1,25 @@
+"""Loading a run: its log folded with the spec it was admitted with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from psych_core import AgentSpec, FoldError, Record, RunAdmitted, RunState, Store, fold_all
+
+
+async def load_spec(store: Store, run_id: str, records: Sequence[Record]) -> AgentSpec:
+    """The spec the run was admitted with (named by its first record), from the store."""
+    admitted = records[0].body if records else None
+    if not isinstance(admitted, RunAdmitted):
+        raise FoldError(run_id, 0, "log does not start with run_admitted")
+    text = await store.get_spec(admitted.spec_version)
+    if text is None:
+        raise FoldError(run_id, 0, f"spec {admitted.spec_version} is not in the store")
+    return AgentSpec.model_validate_json(text)
+
+
+async def load_state(store: Store, run_id: str) -> RunState:
+    """The run's whole log folded with its spec."""
+    records = await store.read(run_id)
+    spec = await load_spec(store, run_id, records)
+    return fold_all(RunState.empty(run_id, spec), records)
