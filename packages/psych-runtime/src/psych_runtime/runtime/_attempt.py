@@ -145,7 +145,10 @@ class Attempt:
             match action:
                 case Finished():
                     await self._commit()
-                    return self.state
+                    if self.state.ended or self.state.status == "waiting":
+                        return self.state
+                    # The final append was refused for signals that arrived with it: its
+                    # closing record was dropped; take the signals in and decide again.
                 case CallModel() | RunCalls() if self._should_stop():
                     await self._commit()
                     await self.store.release(self.state.run_id, self.state.attempt)
