@@ -113,11 +113,48 @@ async def test_a_crash_around_the_approval_runs_the_tool_at_most_once(
     effects = ledger.read_text().splitlines() if ledger.exists() else []
     report = await psych_runtime.report(open_store(url).scoped(SCOPE), run_id)
     outcome = report.tool_calls[0].outcome
-    if fault == "after_commit:tool_call_started":
-        # Started, then the worker died: the refund is not safe to retry, so it is settled
-        # unknown, and whether it ran before the kill is what the ledger says (at most once).
+    if fault is not None:
+        # The decision moves into the log in the same append as the call's start (one commit
+        # per step), so a worker that dies right after it leaves a started call: the refund is
+        # not safe to retry, so it is settled unknown, never run a second time.
         assert outcome == "unknown"
         assert len(effects) <= 1
     else:
         assert outcome == "succeeded"
         assert len(effects) == 1
+
+
+def _streamer(url: str, run_id: str, after: int) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.stream_process", url, run_id, str(after)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "following\n"
+    return process
+
+
+async def test_stream_from_other_processes_sees_every_record_once_in_order(
+    files: tuple[str, Path],
+) -> None:
+    url, ledger = files
+    run_id = _run("dispatch", url)
+    whole = _streamer(url, run_id, -1)
+    worker = _worker(url, ledger)
+    try:
+        await _until(url, run_id, "run_suspended")
+        tail = _streamer(url, run_id, 3)  # started mid-run, resuming after seq 3
+        _run("approve", url, run_id, "2.0", "ana")
+        whole_out, _ = whole.communicate(timeout=60)
+        tail_out, _ = tail.communicate(timeout=60)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+    log = await psych_runtime.read_log(open_store(url).scoped(SCOPE), run_id)
+    expected = [f"{r.seq} {r.body.type}" for r in log]
+    assert log[-1].body.type == "run_completed"
+    assert whole_out.splitlines() == expected
+    assert tail_out.splitlines() == [line for line in expected if int(line.split()[0]) > 3]
