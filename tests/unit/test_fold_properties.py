@@ -90,3 +90,26 @@ def test_a_log_must_start_with_run_admitted() -> None:
     log = completed_log()
     with pytest.raises(FoldError, match="log starts with attempt_started"):
         fold(RunState.empty("R1", SPEC), log[1].model_copy(update={"seq": 0}))
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_logs_with_approvals_waits_children_and_signals_fold_every_way(
+    data: st.DataObject,
+) -> None:
+    from tests.unit._simulate_signals import SPEC as FULL_SPEC
+    from tests.unit._simulate_signals import Simulation
+
+    records = Simulation(data).run()
+    whole = fold_all(RunState.empty("R1", FULL_SPEC), records)
+    parsed = [Record.model_validate_json(r.model_dump_json()) for r in records]
+    _same(fold_all(RunState.empty("R1", FULL_SPEC), parsed), whole)
+    half = len(records) // 2
+    _same(
+        fold_all(fold_all(RunState.empty("R1", FULL_SPEC), records[:half]), records[half:]), whole
+    )
+    # Every inbox entry moved in exactly once, in order.
+    numbers = [getattr(r.body, "number", None) for r in records]
+    moved = [n for n in numbers if n is not None]
+    assert moved == list(range(1, len(moved) + 1))
+    assert whole.inbox_seen == len(moved)

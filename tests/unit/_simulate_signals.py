@@ -1,0 +1,229 @@
+"""A simulator of logs with approvals, waits, subagents and signals arriving at any moment.
+
+It drives `next_action` like the runtime does, writes the decisions' records by hand, and moves
+drawn inbox entries in through `receive`, so the reducer meets every interleaving hypothesis
+finds: a cancel while calls wait for approval, a message while a child runs, a resume that no
+longer applies.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from hypothesis import strategies as st
+
+from psych_core import (
+    AgentSpec,
+    AgentTool,
+    ApprovalRequested,
+    Approve,
+    AttemptStarted,
+    Body,
+    CallModel,
+    Cancel,
+    CancelRun,
+    ChildEnded,
+    ChildFinished,
+    ChildStarted,
+    CodeTool,
+    CollectChildren,
+    Complete,
+    Deny,
+    DenyCalls,
+    Fail,
+    Finished,
+    FinishResumed,
+    InboxEntry,
+    ModelCallFinished,
+    ModelRef,
+    Record,
+    Resume,
+    RetryCalls,
+    RunAdmitted,
+    RunCalls,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunState,
+    RunSuspended,
+    Scope,
+    SettleCalls,
+    Signal,
+    StartApproved,
+    StartCalls,
+    Suspend,
+    ToolCall,
+    ToolCallFailed,
+    ToolCallFinished,
+    ToolCallSettled,
+    ToolCallStarted,
+    ToolCallWaiting,
+    UserInput,
+    fold,
+    next_action,
+    receive,
+)
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+SPEC = AgentSpec(
+    name="sim",
+    model=ModelRef(model="fake"),
+    tools=(
+        CodeTool(name="safe", safe_to_retry=True),
+        CodeTool(name="unsafe"),
+        CodeTool(name="gated", requires_approval=True),
+        CodeTool(name="waiter"),
+        AgentTool(name="helper", spec=AgentSpec(name="child", model=ModelRef(model="fake"))),
+    ),
+    max_turns=5,
+)
+NAMES = ["safe", "unsafe", "gated", "waiter", "helper", "missing"]
+
+
+class Simulation:
+    def __init__(self, data: st.DataObject, run_id: str = "R1") -> None:
+        self.data = data
+        self.state = RunState.empty(run_id, SPEC)
+        self.records: list[Record] = []
+        self.inbox = 0
+        self.attempt = 0
+
+    def add(self, body: Body) -> None:
+        record = Record(
+            run_id=self.state.run_id,
+            seq=self.state.next_seq,
+            attempt=self.attempt,
+            at=T0 + dt.timedelta(seconds=self.state.next_seq),
+            body=body,
+        )
+        self.state = fold(self.state, record)
+        self.records.append(record)
+
+    def signal(self, signal: Signal) -> None:
+        """An inbox entry arrives and the attempt moves it in."""
+        self.inbox += 1
+        entry = InboxEntry(
+            run_id=self.state.run_id, number=self.inbox, key=f"k{self.inbox}", signal=signal, at=T0
+        )
+        self.add(receive(self.state, entry))
+
+    def claim(self) -> None:
+        self.attempt += 1
+        self.add(AttemptStarted(worker_id=f"w{self.attempt}"))
+
+    def any_signal(self) -> Signal:
+        call_ids = [c.call.call_id for c in self.state.calls] or ["0.0"]
+        call_id = self.data.draw(st.sampled_from(call_ids), label="signal call")
+        return self.data.draw(
+            st.sampled_from(
+                [
+                    Approve(call_id=call_id, by="ana"),
+                    Deny(call_id=call_id, by="bo", reason="no"),
+                    Resume(payload={"ok": True}),
+                    Cancel(reason="stop"),
+                    UserInput(text="also this"),
+                    ChildEnded(child_run_id=f"R1-{call_id}", call_id=call_id, status="completed"),
+                ]
+            ),
+            label="signal",
+        )
+
+    def run(self) -> list[Record]:
+        self.add(
+            RunAdmitted(
+                agent=SPEC.name, spec_version=SPEC.version, input="hi", scope=Scope(tenant="t")
+            )
+        )
+        self.claim()
+        while not self.state.ended and len(self.records) < 150:
+            roll = self.data.draw(st.integers(0, 19), label="event")
+            if roll == 0 and self.state.status != "waiting":
+                self.claim()  # a crash: a new attempt takes the run over
+                continue
+            if roll == 1 and self.state.status != "waiting":
+                self.signal(self.any_signal())
+                continue
+            if self.state.status == "waiting":
+                self.claim()
+                self.signal(self.any_signal())
+                continue
+            self.step(next_action(self.state))
+        return self.records
+
+    def step(self, action: object) -> None:
+        draw = self.data.draw
+        match action:
+            case CallModel():
+                names = draw(st.lists(st.sampled_from(NAMES), max_size=3), label="calls")
+                calls = tuple(
+                    ToolCall(call_id=f"{self.state.next_seq}.{i}", name=name, arguments="{}")
+                    for i, name in enumerate(names)
+                )
+                text = draw(st.sampled_from(["done", "working"]), label="text")
+                self.add(ModelCallFinished(model="fake", text=text, tool_calls=calls))
+            case StartCalls(calls):
+                for call in calls:
+                    if call.name == "missing":
+                        self.add(
+                            ToolCallFailed(call_id=call.call_id, reason="unknown_tool", error="no")
+                        )
+                    elif call.name == "gated":
+                        self.add(
+                            ApprovalRequested(call_id=call.call_id, rule="requires_approval=True")
+                        )
+                    else:
+                        self.add(ToolCallStarted(call_id=call.call_id, name=call.name))
+            case StartApproved(calls):
+                for c in calls:
+                    self.add(ToolCallStarted(call_id=c.call.call_id, name=c.call.name))
+            case DenyCalls(calls):
+                for c in calls:
+                    self.add(ToolCallFailed(call_id=c.call.call_id, reason="denied", error="no"))
+            case FinishResumed(calls):
+                for c in calls:
+                    self.add(ToolCallFinished(call_id=c.call.call_id, result=c.payload))
+            case RetryCalls(calls):
+                for call in calls:
+                    self.add(ToolCallStarted(call_id=call.call_id, name=call.name))
+            case SettleCalls(calls):
+                for call in calls:
+                    self.add(ToolCallSettled(call_id=call.call_id))
+            case RunCalls(calls):
+                for call in calls:
+                    if call.name == "waiter":
+                        self.add(ToolCallWaiting(call_id=call.call_id, note="parcel"))
+                    elif call.name == "helper":
+                        self.add(
+                            ChildStarted(call_id=call.call_id, child_run_id=f"R1-{call.call_id}")
+                        )
+                    elif draw(st.booleans(), label="ok"):
+                        self.add(ToolCallFinished(call_id=call.call_id, result="ok"))
+                    else:
+                        self.add(ToolCallFailed(call_id=call.call_id, reason="error", error="boom"))
+            case CollectChildren(calls):
+                for c in calls:
+                    child = c.child_run_id or "?"
+                    self.add(
+                        ChildFinished(
+                            call_id=c.call.call_id, child_run_id=child, status="completed"
+                        )
+                    )
+                    self.add(ToolCallFinished(call_id=c.call.call_id, result="child says hi"))
+            case Suspend(reason, calls, due_at):
+                ids = tuple(c.call.call_id for c in calls)
+                self.add(RunSuspended(reason=reason, due_at=due_at, calls=ids))
+            case CancelRun(reason, never, began):
+                for c in never:
+                    self.add(ToolCallFailed(call_id=c.call.call_id, reason="cancelled", error="x"))
+                for c in began:
+                    self.add(ToolCallSettled(call_id=c.call.call_id))
+                self.add(RunCancelled(reason=reason))
+            case Complete():
+                self.add(RunCompleted())
+            case Fail(reason, error):
+                self.add(RunFailed(reason=reason, error=error))
+            case Finished():
+                raise AssertionError("a running state has something to do")
+            case _:
+                raise AssertionError(f"unexpected action {action!r}")
