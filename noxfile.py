@@ -71,18 +71,23 @@ def contract(session: nox.Session) -> None:
     """The contract suites: every store adapter, and every sandbox backend this host has
     (after `scripts/sandbox-host.sh start`; a backend still missing fails, never skips)."""
     _start_sandbox_host(session)
+    _start_services(session)
     _uv_run(session, "3.12", "pytest", "tests/contract", *session.posargs)
 
 
 @nox.session
 def integration(session: nox.Session) -> None:
     """Real processes."""
+    _start_services(session)
     _uv_run(session, "3.12", "pytest", "tests/integration", *session.posargs)
 
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Every code block in README.md, docs/ and the skills runs, and prints what it says."""
+    """Every code block in README.md, docs/ and the skills runs, and prints what it says;
+    docs/ is what `scripts/gen_docs.py` generates from the code and the skills now."""
+    _uv_run(session, "3.12", "python", "scripts/gen_docs.py", "--check")
+    _start_services(session)
     _uv_run(session, "3.12", "pytest", "tests/docs", *session.posargs)
 
 
@@ -109,3 +114,14 @@ _SANDBOX_TESTS = (
     "tests/contract/test_sandbox_namespaces.py",
     "tests/contract/test_sandbox_docker.py",
 )
+
+
+def _start_services(session: nox.Session) -> None:
+    """Start (or reuse) the databases the store tests need and export their settings
+    (PSYCH_TEST_POSTGRES_DSN, ...): `scripts/dev-services.sh start`. A service that cannot be
+    started fails the session here, so no store test runs without its server."""
+    output = session.run("bash", "scripts/dev-services.sh", "start", silent=True, external=True)
+    settings = dict(
+        line.split("=", 1) for line in str(output or "").splitlines() if line.startswith("PSYCH_")
+    )
+    session.env.update(settings)

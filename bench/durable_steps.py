@@ -1,34 +1,63 @@
 """What a durable step costs, against the raw floor of the same store, measured in one run.
 
-    python -m bench.durable_steps --store memory|sqlite
+    python -m bench.durable_steps --store memory|sqlite|postgres|mysql|dynamodb
 
 A run of the benchmark agent makes 10 tool calls, one per model turn, then answers: 21 durable
 steps (11 model turns, each committed with the starts of its calls or with the run's end, and
 10 tool results). The floor is one INSERT and COMMIT per step with the same durability settings
-(`synchronous=FULL` on SQLite). The last line is machine-readable:
+(`synchronous=FULL` on SQLite; one autocommit INSERT on a server database, one PutItem on
+DynamoDB), on the same server. The step, the floor and a bare `store.append` (no runtime
+around it: what the store itself costs) are measured in alternating rounds (`--rounds`), and
+each is the median over the rounds, so load from elsewhere on the machine moves them alike.
+The claim latency is the time from `dispatch` to the first record an idle worker writes (its
+`AttemptStarted`), with the worker in its own process polling once a second, so what wakes it
+is the store's notification (or its polling, where it has none). The last line is
+machine-readable:
 
     store=NAME steps_per_run=21 per_step_ms=X floor_ms=Y ratio=Z runs_per_s_32=W
+        claim_p50_ms=A claim_p95_ms=B            (all on one line)
+
+Server stores read their server from the environment: PSYCH_BENCH_POSTGRES_DSN (else
+PSYCH_TEST_POSTGRES_DSN, else the server `scripts/dev-services.sh start` brings up). Each
+measure uses a fresh schema (or file, or table), removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import datetime as dt
 import itertools
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from bench._agent import StepModel, bench_spec, step
-from bench._stores import floor_ms, open_bench_store
-from psych_runtime import AppendResult, Batch, Scope, Store, Worker, dispatch
+from bench._stores import bench_url, discard, floor_ms, open_bench_store
+from psych_runtime import (
+    AppendResult,
+    AttemptStarted,
+    Batch,
+    Record,
+    RunIndex,
+    RunQuery,
+    Scope,
+    Store,
+    ToolCallFinished,
+    Worker,
+    dispatch,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCOPE = Scope(tenant="bench")
+STORES = ("memory", "sqlite", "postgres", "mysql", "dynamodb")
 
 
 def _count_appends(store: Store, stamps: list[float]) -> None:
@@ -42,50 +71,84 @@ def _count_appends(store: Store, stamps: list[float]) -> None:
     store.append = counted  # type: ignore[method-assign]
 
 
-async def _fresh(url: str) -> Store:
+@contextlib.asynccontextmanager
+async def _fresh(url: str) -> AsyncIterator[Store]:
     store = open_bench_store(url)
-    await store.migrate()
-    return store
+    try:
+        await store.migrate()
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            await close()
 
 
 async def per_step(url: str, runs: int, calls: int) -> tuple[float, float]:
     """(ms per durable step, steps per run) for `runs` runs driven one at a time."""
-    store = await _fresh(url)
-    scoped = store.scoped(SCOPE)
-    spec = bench_spec(calls)
-    for index in range(runs):
-        await dispatch(scoped, spec, f"run {index}")
-    stamps: list[float] = []
-    _count_appends(store, stamps)
-    worker = Worker(store, model=StepModel(calls), tools=[step], poll_interval=0.01)
-    started = time.perf_counter()
-    await worker.run_until_idle()
-    elapsed = time.perf_counter() - started
+    async with _fresh(url) as store:
+        scoped = store.scoped(SCOPE)
+        spec = bench_spec(calls)
+        for index in range(runs):
+            await dispatch(scoped, spec, f"run {index}")
+        stamps: list[float] = []
+        _count_appends(store, stamps)
+        worker = Worker(store, model=StepModel(calls), tools=[step], poll_interval=0.01)
+        started = time.perf_counter()
+        await worker.run_until_idle()
+        elapsed = time.perf_counter() - started
     return elapsed * 1000 / len(stamps), len(stamps) / runs
+
+
+async def append_only(url: str, count: int) -> float:
+    """ms per append of one tool result to a claimed run, with no runtime around it: what the
+    store itself adds to a step."""
+    async with _fresh(url) as store:
+        run_id = await dispatch(store.scoped(SCOPE), bench_spec(1), "appends")
+        claim = await store.claim("bench", dt.timedelta(minutes=10), run_id=run_id)
+        assert claim is not None, "the benchmark run could not be claimed"
+        now = dt.datetime.now(dt.UTC)
+        records = [
+            Record(
+                run_id=run_id,
+                seq=claim.record.seq + 1 + index,
+                attempt=claim.attempt,
+                at=now,
+                body=ToolCallFinished(call_id="2.0", result={"index": index, "done": 1}),
+            )
+            for index in range(count + 20)
+        ]
+        running = RunIndex(status="running")
+        batches = [Batch((record,), f"b{record.seq}", running) for record in records]
+        for batch in batches[:20]:
+            await store.append(run_id, claim.attempt, batch)
+        started = time.perf_counter()
+        for batch in batches[20:]:
+            await store.append(run_id, claim.attempt, batch)
+        return (time.perf_counter() - started) * 1000 / count
 
 
 async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> float:
     """Runs per second for one in-process worker driving `concurrency` runs at once."""
-    store = await _fresh(url)
-    scoped = store.scoped(SCOPE)
-    spec = bench_spec(calls)
-    for index in range(runs):
-        await dispatch(scoped, spec, f"run {index}")
-    worker = Worker(
-        store, model=StepModel(calls), tools=[step], concurrency=concurrency, poll_interval=0.01
-    )
-    started = time.perf_counter()
-    await worker.run_until_idle()
-    return runs / (time.perf_counter() - started)
+    async with _fresh(url) as store:
+        scoped = store.scoped(SCOPE)
+        spec = bench_spec(calls)
+        for index in range(runs):
+            await dispatch(scoped, spec, f"run {index}")
+        worker = Worker(
+            store, model=StepModel(calls), tools=[step], concurrency=concurrency, poll_interval=0.01
+        )
+        started = time.perf_counter()
+        await worker.run_until_idle()
+        return runs / (time.perf_counter() - started)
 
 
 async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
     """Median step time around turn 10 and around turn `calls` of one long run (ms)."""
-    store = await _fresh(url)
-    await dispatch(store.scoped(SCOPE), bench_spec(calls), "a long run")
-    stamps: list[float] = []
-    _count_appends(store, stamps)
-    await Worker(store, model=StepModel(calls), tools=[step]).run_until_idle()
+    async with _fresh(url) as store:
+        await dispatch(store.scoped(SCOPE), bench_spec(calls), "a long run")
+        stamps: list[float] = []
+        _count_appends(store, stamps)
+        await Worker(store, model=StepModel(calls), tools=[step]).run_until_idle()
     gaps = [b - a for a, b in itertools.pairwise(stamps)]
     early = statistics.median(gaps[15:35]) * 1000
     late = statistics.median(gaps[-30:-10]) * 1000
@@ -94,12 +157,12 @@ async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
 
 async def process_runs_per_second(url: str, processes: int, runs: int, calls: int) -> float:
     """Runs per second with `processes` worker processes sharing the store."""
-    store = await _fresh(url)
-    scoped = store.scoped(SCOPE)
-    spec = bench_spec(calls)
-    for index in range(runs):
-        await dispatch(scoped, spec, f"run {index}")
-    elapsed = await asyncio.to_thread(_run_worker_processes, url, processes, calls)
+    async with _fresh(url) as store:
+        scoped = store.scoped(SCOPE)
+        spec = bench_spec(calls)
+        for index in range(runs):
+            await dispatch(scoped, spec, f"run {index}")
+        elapsed = await asyncio.to_thread(_run_worker_processes, url, processes, calls)
     return runs / elapsed
 
 
@@ -121,38 +184,155 @@ def _run_worker_processes(url: str, processes: int, calls: int) -> float:
     return time.perf_counter() - started
 
 
+async def claim_latency(url: str, trials: int) -> tuple[float, float]:
+    """(p50, p95) ms from `dispatch` to the `AttemptStarted` an idle worker writes.
+
+    The worker runs in a process of its own (in this one for the memory store) and polls
+    once a second; each run answers at once, and the next is dispatched once the worker is
+    idle again. Both times are read on this host's clock (a server store's database on
+    another host would add its clock's offset).
+    """
+    async with _fresh(url) as store, _idle_worker(url, store):
+        scoped = store.scoped(SCOPE)
+        spec = bench_spec(0)
+        await _first_record(store, await dispatch(scoped, spec, "warm-up"))
+        latencies: list[float] = []
+        for index in range(trials):
+            await _until_ended(store, scoped.tenant)
+            await asyncio.sleep(random.uniform(0.02, 0.06))  # the worker waits for work again
+            started = time.time()
+            run_id = await dispatch(scoped, spec, f"claim {index}")
+            record = await _first_record(store, run_id)
+            latencies.append((record.at.timestamp() - started) * 1000)
+    latencies.sort()
+    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
+    return statistics.median(latencies), p95
+
+
+@contextlib.asynccontextmanager
+async def _idle_worker(url: str, store: Store) -> AsyncIterator[None]:
+    if url == "memory:":
+        worker = Worker(store, model=StepModel(0), tools=[step])
+        task = asyncio.create_task(worker.run())
+        try:
+            yield
+        finally:
+            worker.stop()
+            await task
+        return
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench._worker_process",
+        url,
+        "0",
+        "1",
+        "serve",
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        line = await process.stdout.readline()
+        if line != b"ready\n":
+            raise SystemExit(f"the benchmark worker did not start (it said {line!r})")
+        yield
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), 30)
+
+
+async def _first_record(store: Store, run_id: str) -> Record:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        log = await store.read(run_id, after_seq=0, limit=1)
+        if log and isinstance(log[0].body, AttemptStarted):
+            return log[0]
+        await store.wait(run_id, 0, timeout=1.0)
+    raise SystemExit(f"run {run_id} was not claimed within 30 s")
+
+
+async def _until_ended(store: Store, tenant: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        busy = [
+            row
+            for status in ("queued", "running")
+            for row in (await store.list_runs(tenant, RunQuery(status=status))).items
+        ]
+        if not busy:
+            return
+        await asyncio.sleep(0.005)
+    raise SystemExit("the benchmark worker did not finish its runs within 30 s")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", choices=("memory", "sqlite"), required=True)
+    parser.add_argument("--store", choices=STORES, required=True)
     parser.add_argument("--runs", type=int, default=40, help="runs for the per-step measure")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="alternating rounds of step, floor and append"
+    )
     parser.add_argument("--calls", type=int, default=10, help="tool calls per run")
     parser.add_argument("--long", type=int, default=1000, help="turns of the long run")
+    parser.add_argument("--claims", type=int, default=50, help="trials of the claim latency")
     args = parser.parse_args()
 
+    urls: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
 
         def url(name: str) -> str:
-            return "memory:" if args.store == "memory" else f"sqlite:///{workdir / name}"
+            urls.append(bench_url(args.store, name, workdir))
+            return urls[-1]
 
-        step_ms, steps = await per_step(url("steps.sqlite"), args.runs, args.calls)
-        floor = floor_ms(url("floor.sqlite"), int(args.runs * steps), workdir)
-        rps_32 = await runs_per_second(url("rps.sqlite"), 96, args.calls, 32)
-        early, late = await late_step_ratio(url("long.sqlite"), args.long)
-        rows = [
-            ("durable step (ms)", f"{step_ms:.3f}"),
-            ("raw floor: INSERT + COMMIT (ms)", f"{floor:.3f}"),
-            ("ratio", f"{step_ms / floor:.2f}"),
-            ("runs/s, 1 worker, 32 runs at once", f"{rps_32:.1f}"),
-            (f"step at turn 10 / turn {args.long} (ms)", f"{early:.3f} / {late:.3f}"),
-            (f"turn {args.long} / turn 10", f"{late / early:.2f}"),
-        ]
-        if args.store == "sqlite":
-            for processes in (1, 2, 4):
-                rate = await process_runs_per_second(
-                    url(f"procs{processes}.sqlite"), processes, 160, args.calls
-                )
-                rows.append((f"runs/s, {processes} worker process(es), 8 runs each", f"{rate:.1f}"))
+        try:
+            # The step, the floor and the bare append are measured in alternating rounds, so
+            # that all three see the same machine (other work on it moves all of them alike);
+            # each figure is the median over the rounds, the ratios medians of per-round ratios.
+            rounds = max(args.rounds, 1)
+            per_round = max(args.runs // rounds, 1)
+            steps_ms, floors, appends, ratios, append_ratios = [], [], [], [], []
+            for index in range(rounds):
+                one_step, steps = await per_step(url(f"steps{index}"), per_round, args.calls)
+                count = int(per_round * steps)
+                folder = workdir / f"round{index}"
+                folder.mkdir()
+                one_floor = floor_ms(url(f"floor{index}"), count, folder)
+                one_append = await append_only(url(f"appends{index}"), count)
+                steps_ms.append(one_step)
+                floors.append(one_floor)
+                appends.append(one_append)
+                ratios.append(one_step / one_floor)
+                append_ratios.append(one_append / one_floor)
+            step_ms, floor = statistics.median(steps_ms), statistics.median(floors)
+            append_ms, ratio = statistics.median(appends), statistics.median(ratios)
+            rps_32 = await runs_per_second(url("rps"), 96, args.calls, 32)
+            early, late = await late_step_ratio(url("long"), args.long)
+            claim_p50, claim_p95 = await claim_latency(url("claims"), args.claims)
+            rows = [
+                ("durable step (ms)", f"{step_ms:.3f}"),
+                ("raw floor: INSERT + COMMIT (ms)", f"{floor:.3f}"),
+                ("ratio", f"{ratio:.2f}"),
+                ("store append alone, no runtime (ms)", f"{append_ms:.3f}"),
+                ("store append alone / raw floor", f"{statistics.median(append_ratios):.2f}"),
+                ("runs/s, 1 worker, 32 runs at once", f"{rps_32:.1f}"),
+                (f"step at turn 10 / turn {args.long} (ms)", f"{early:.3f} / {late:.3f}"),
+                (f"turn {args.long} / turn 10", f"{late / early:.2f}"),
+                ("claim latency p50 / p95 (ms)", f"{claim_p50:.2f} / {claim_p95:.2f}"),
+            ]
+            if args.store != "memory":
+                for processes in (1, 2, 4):
+                    rate = await process_runs_per_second(
+                        url(f"procs{processes}"), processes, 160, args.calls
+                    )
+                    rows.append(
+                        (f"runs/s, {processes} worker process(es), 8 runs each", f"{rate:.1f}")
+                    )
+        finally:
+            for used in urls:
+                await discard(used)
 
     width = max(len(label) for label, _ in rows)
     print(f"{'measure':<{width}}  value")
@@ -160,7 +340,8 @@ async def main() -> None:
         print(f"{label:<{width}}  {value}")
     print(
         f"store={args.store} steps_per_run={steps:.0f} per_step_ms={step_ms:.3f} "
-        f"floor_ms={floor:.3f} ratio={step_ms / floor:.2f} runs_per_s_32={rps_32:.1f}"
+        f"floor_ms={floor:.3f} ratio={ratio:.2f} runs_per_s_32={rps_32:.1f} "
+        f"claim_p50_ms={claim_p50:.2f} claim_p95_ms={claim_p95:.2f}"
     )
 
 

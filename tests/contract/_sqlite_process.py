@@ -4,10 +4,12 @@
     python _sqlite_process.py DB GO_FILE work WORKER   claim runs until none is left
     python _sqlite_process.py DB GO_FILE poll WORKER   claim runs as they become claimable,
                                                        until the time written in GO_FILE
+    python _sqlite_process.py DB GO_FILE signal NAME RUN_ID   send signals to one run: keys
+                                                       shared by every process, and its own
 
 Every process prints ``ready`` once it has started, then waits for GO_FILE to exist, so they
 all start at once. Then it prints one line per run it won (``won RUN_ID``), after finishing it
-with two appends.
+with two appends; in ``signal`` mode, one line per signal it got in (``won KEY=NUMBER``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ import sys
 import time
 from pathlib import Path
 
-from psych_core import Batch, Record, RunIndex, RunStatusName, ToolCallFinished
+from psych_core import (
+    Batch,
+    DuplicateSignal,
+    Record,
+    RunIndex,
+    RunStatusName,
+    ToolCallFinished,
+    UserInput,
+)
 from psych_store_sqlite import SQLiteStore
 
 LEASE = dt.timedelta(seconds=60)
@@ -50,6 +60,21 @@ async def finish(store: SQLiteStore, run_id: str, attempt: int, seq: int) -> Non
         await store.append(run_id, attempt, batch)
 
 
+SIGNALS = 20
+"""Signals per process with a shared key, and as many with its own."""
+
+
+async def send_signals(store: SQLiteStore, name: str, run_id: str) -> None:
+    """Race the other processes for the shared keys; send its own keys too."""
+    for i in range(SIGNALS):
+        for key in (f"shared-{i}", f"{name}-{i}"):
+            try:
+                number = await store.signal("t", run_id, UserInput(text=key), key)
+            except DuplicateSignal:
+                continue
+            print(f"won {key}={number}", flush=True)
+
+
 async def main(db: str, go: Path, mode: str, args: list[str]) -> None:
     async with SQLiteStore(db, busy_timeout=30) as store:
         print("ready", flush=True)
@@ -70,6 +95,8 @@ async def main(db: str, go: Path, mode: str, args: list[str]) -> None:
                     continue
                 await finish(store, claim.run_id, claim.attempt, claim.record.seq + 1)
                 print("won", claim.run_id, flush=True)
+        elif mode == "signal":
+            await send_signals(store, worker, args[1])
         else:
             raise SystemExit(f"unknown mode {mode!r}")
 

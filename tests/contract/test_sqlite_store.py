@@ -4,6 +4,7 @@ several processes on one file, migrations, the settings in force, sqlite errors 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import gc
 import sqlite3
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,11 @@ import pytest
 from psych_core import (
     AttemptStarted,
     Batch,
+    DuplicateSignal,
+    LeaseLost,
     NewRun,
     Record,
+    Resume,
     RunAdmitted,
     RunIndex,
     RunQuery,
@@ -32,6 +36,8 @@ from psych_core import (
 )
 from psych_runtime.testing.store_contract import StoreContract
 from psych_store_sqlite import SCHEMA_VERSION, SQLiteStore
+from psych_store_sqlite._lane import Lane
+from psych_store_sqlite._schema import MIGRATIONS
 
 pytestmark = pytest.mark.contract
 
@@ -185,12 +191,81 @@ async def test_migrations_run_at_once_from_several_processes(tmp_path: Path) -> 
             name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
     conn.close()
-    assert versions == [(SCHEMA_VERSION,)]
-    assert {"psych_runs", "psych_records", "psych_specs", "psych_schema_version"} <= tables
+    assert versions == [(version,) for version in range(1, SCHEMA_VERSION + 1)]
+    assert {
+        "psych_runs",
+        "psych_records",
+        "psych_inbox",
+        "psych_specs",
+        "psych_schema_version",
+    } <= tables
     async with SQLiteStore(db) as store:
         await store.migrate()  # again: nothing to do
         await admit(store, "run-1")
         assert len(await store.read("run-1")) == 1
+
+
+async def test_processes_signalling_one_run_get_numbers_in_commit_order(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    await admit(store, "run-1")
+    go = tmp_path / "go"
+    names = [f"p{n}" for n in range(3)]
+    processes = [start(Path(store.path), go, "signal", name, "run-1") for name in names]
+    won = [dict(line.split("=") for line in lines) for lines in await race(processes, go)]
+    shared = [f"shared-{i}" for i in range(20)]
+    assert sorted(key for keys in won for key in keys if key.startswith("shared-")) == sorted(
+        shared
+    ), "each shared key got in exactly once"
+    for name, keys in zip(names, won, strict=True):
+        assert {f"{name}-{i}" for i in range(20)} <= keys.keys()
+    numbers = {key: int(number) for keys in won for key, number in keys.items()}
+    assert sorted(numbers.values()) == list(range(1, 81)), "numbered 1..80, no gap, no repeat"
+    entries = await store.signals("run-1")
+    assert [(entry.number, entry.key) for entry in entries] == sorted(
+        (number, key) for key, number in numbers.items()
+    )
+    row = await store.get_run("t", "run-1")
+    assert row is not None and row.inbox_last == 80
+
+
+async def test_a_version_1_file_migrates_forward(tmp_path: Path) -> None:
+    # A file as psych-store-sqlite 0.1.0 left it: schema version 1, a run that is running on
+    # its third attempt and one that is waiting after two.
+    db = tmp_path / "v1.db"
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(
+            "CREATE TABLE psych_schema_version "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        for statement in MIGRATIONS[0].statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO psych_schema_version VALUES (1, 'runs, records, specs', 'then')")
+        for run_id, status, attempt, owner in (
+            ("running", "running", 3, "worker-1"),
+            ("waiting", "waiting", 2, None),
+        ):
+            conn.execute(
+                "INSERT INTO psych_runs (run_id, tenant, agent, spec_version, status, attempt, "
+                "lease_owner, next_seq, created_at, updated_at) "
+                "VALUES (?, 't', 'a', 'sha256:s', ?, ?, ?, 1, 0, 0)",
+                (run_id, status, attempt, owner),
+            )
+    async with SQLiteStore(db) as store:
+        await store.migrate()
+        running = await store.get_run("t", "running")
+        waiting = await store.get_run("t", "waiting")
+        assert running is not None and waiting is not None
+        # No run gets more tries than version 1 gave it; a waiting run starts afresh.
+        assert (running.claims, running.inbox_last) == (3, 0)
+        assert (waiting.claims, waiting.inbox_last) == (0, 0)
+        assert await store.signal("t", "waiting", Resume(), "wake") == 1
+        claim = await store.claim("worker-2", LEASE)
+        assert claim is not None and (claim.run_id, claim.attempt) == ("waiting", 3)
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        versions = conn.execute("SELECT version FROM psych_schema_version").fetchall()
+    assert versions == [(version,) for version in range(1, SCHEMA_VERSION + 1)]
 
 
 async def test_migrate_again_keeps_the_data(store: SQLiteStore) -> None:
@@ -325,6 +400,12 @@ async def test_a_record_is_kept_as_json_text(store: SQLiteStore) -> None:
     assert rows[2][3] == record.model_dump_json()
     page = await store.list_runs("t", RunQuery())
     assert [row.next_seq for row in page.items] == [3]
+    # An inbox entry likewise: its JSON, with its number and key beside it.
+    await store.signal("t", "run-1", Resume(payload={"ok": "✓"}), "k")
+    [entry] = await store.signals("run-1")
+    with contextlib.closing(sqlite3.connect(store.path)) as conn:
+        stored = conn.execute("SELECT run_id, number, key, body FROM psych_inbox").fetchall()
+    assert stored == [("run-1", 1, "k", entry.model_dump_json())]
 
 
 def _store_threads() -> set[threading.Thread]:
@@ -360,3 +441,128 @@ async def test_a_store_dropped_without_close_still_ends_its_threads(tmp_path: Pa
     del store
     gc.collect()
     assert await _ended(mine)
+
+
+# -- group commit: writes queued together share one transaction, each in its own savepoint --
+
+
+type _Job = tuple[Callable[..., object], tuple[object, ...]]
+
+
+def _lane(db: Path) -> Lane:
+    def opener() -> sqlite3.Connection:
+        conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER PRIMARY KEY)")
+        return conn
+
+    return Lane("psych-sqlite-test", opener, str(db), 5.0)
+
+
+def _insert_and_count(conn: sqlite3.Connection, db: Path, n: int) -> int:
+    """Insert row n; return how many rows another connection sees committed."""
+    conn.execute("INSERT INTO t (n) VALUES (?)", (n,))
+    with contextlib.closing(sqlite3.connect(db)) as other:
+        return int(other.execute("SELECT COUNT(*) FROM t").fetchone()[0])
+
+
+def _insert_and_refuse(conn: sqlite3.Connection, n: int) -> None:
+    conn.execute("INSERT INTO t (n) VALUES (?)", (n,))
+    raise ValueError(f"job {n} refuses")
+
+
+def _insert_and_lose_the_transaction(conn: sqlite3.Connection, n: int) -> None:
+    # What SQLite does on an I/O error or a full disk: it rolls the whole transaction back.
+    conn.execute("INSERT INTO t (n) VALUES (?)", (n,))
+    conn.execute("ROLLBACK")
+    raise sqlite3.OperationalError("disk I/O error")
+
+
+async def _queued_behind_a_blocked_job(lane: Lane, jobs: Sequence[_Job]) -> list[object]:
+    """Hold the lane's thread until every job is queued, then let them all run."""
+    release = threading.Event()
+    blocker = lane.run(lambda conn: release.wait(10))
+    futures = [lane.transact(work, *args) for work, args in jobs]
+    release.set()
+    await blocker
+    return list(await asyncio.gather(*futures, return_exceptions=True))
+
+
+async def test_writes_queued_together_share_one_commit(tmp_path: Path) -> None:
+    db = tmp_path / "lane.db"
+    lane = _lane(db)
+    try:
+        jobs = [(_insert_and_count, (db, n)) for n in range(5)]
+        seen = await _queued_behind_a_blocked_job(lane, jobs)
+        assert seen == [0] * 5, "none was committed before the others: one commit for all"
+        assert await _queued_behind_a_blocked_job(lane, [(_insert_and_count, (db, 9))]) == [5]
+    finally:
+        await lane.close()
+
+
+async def test_a_refused_write_in_a_group_is_undone_alone(tmp_path: Path) -> None:
+    db = tmp_path / "lane.db"
+    lane = _lane(db)
+    try:
+        jobs: list[_Job] = [
+            (_insert_and_count, (db, 1)),
+            (_insert_and_refuse, (2,)),
+            (_insert_and_count, (db, 3)),
+        ]
+        first, refused, third = await _queued_behind_a_blocked_job(lane, jobs)
+        assert (first, third) == (0, 0)
+        assert isinstance(refused, ValueError)
+        rows = await lane.run(lambda conn: conn.execute("SELECT n FROM t ORDER BY n").fetchall())
+        assert rows == [(1,), (3,)]
+    finally:
+        await lane.close()
+
+
+async def test_a_group_whose_transaction_is_lost_fails_whole(tmp_path: Path) -> None:
+    db = tmp_path / "lane.db"
+    lane = _lane(db)
+    try:
+        jobs: list[_Job] = [
+            (_insert_and_count, (db, 1)),
+            (_insert_and_lose_the_transaction, (2,)),
+            (_insert_and_count, (db, 3)),
+        ]
+        outcomes = await _queued_behind_a_blocked_job(lane, jobs)
+        assert all(isinstance(outcome, StoreError) for outcome in outcomes), outcomes
+        assert all("disk I/O error" in str(outcome) for outcome in outcomes)
+        assert await lane.run(lambda conn: conn.execute("SELECT n FROM t").fetchall()) == []
+    finally:
+        await lane.close()
+
+
+async def test_many_writes_at_once_all_land(store: SQLiteStore) -> None:
+    run_ids = [f"run-{i:02}" for i in range(20)]
+    claims = []
+    for run_id in run_ids:
+        await admit(store, run_id)
+        claim = await store.claim("worker-1", LEASE, run_id=run_id)
+        assert claim is not None
+        claims.append(claim)
+
+    def finished(run_id: str, seq: int, attempt: int) -> Batch:
+        body = ToolCallFinished(call_id="2.0", result=run_id)
+        record = Record(
+            run_id=run_id, seq=seq, attempt=attempt, at=dt.datetime.now(dt.UTC), body=body
+        )
+        return Batch((record,), f"b-{run_id}", RunIndex(status="running"))
+
+    stale = finished(run_ids[0], 2, 7)
+    outcomes = await asyncio.gather(
+        *(store.append(c.run_id, c.attempt, finished(c.run_id, 2, c.attempt)) for c in claims),
+        *(store.signal("t", run_id, Resume(), "k") for run_id in run_ids),
+        store.append(run_ids[0], 7, stale),
+        store.signal("t", run_ids[1], Resume(), "k"),
+        return_exceptions=True,
+    )
+    *landed, refused_append, refused_signal = outcomes
+    assert isinstance(refused_append, LeaseLost)
+    assert isinstance(refused_signal, DuplicateSignal)
+    assert not any(isinstance(outcome, BaseException) for outcome in landed), landed
+    for run_id in run_ids:
+        assert [record.seq for record in await store.read(run_id)] == [0, 1, 2]
+        assert [entry.number for entry in await store.signals(run_id)] == [1]

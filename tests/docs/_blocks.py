@@ -25,11 +25,17 @@ class Block:
         return f"{self.path.relative_to(ROOT)}:{self.line}"
 
 
+VERBATIM_COPIES = (ROOT / "docs" / "design.md", ROOT / "docs" / "changelog.md")
+"""Pages that scripts/gen_docs.py copies byte for byte from DESIGN.md and CHANGELOG.md. Their
+code blocks sketch the design rather than show examples, so they are checked to parse, not
+run (tests/docs/test_examples.py)."""
+
+
 def markdown_files() -> list[Path]:
-    """README.md, docs/**/*.md and every skill."""
+    """README.md, every skill and docs/**/*.md (in that order)."""
     files = [ROOT / "README.md"]
-    files += sorted((ROOT / "docs").rglob("*.md")) if (ROOT / "docs").exists() else []
     files += sorted((ROOT / ".agents" / "skills").glob("*/SKILL.md"))
+    files += sorted((ROOT / "docs").rglob("*.md")) if (ROOT / "docs").exists() else []
     return [path for path in files if path.exists()]
 
 
@@ -53,4 +59,15 @@ def python_blocks(path: Path) -> list[Block]:
 
 
 def all_blocks() -> list[Block]:
-    return [block for path in markdown_files() for block in python_blocks(path)]
+    """Every block to run, once: a guide generated from a skill repeats the skill's blocks,
+    which run under the skill's name."""
+    seen: set[tuple[str, str | None]] = set()
+    blocks: list[Block] = []
+    for path in markdown_files():
+        if path in VERBATIM_COPIES:
+            continue
+        for block in python_blocks(path):
+            if (block.code, block.output) not in seen:
+                seen.add((block.code, block.output))
+                blocks.append(block)
+    return blocks

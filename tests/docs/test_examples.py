@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs._blocks import ROOT, Block, all_blocks, markdown_files, python_blocks
+from tests.docs._blocks import (
+    ROOT,
+    VERBATIM_COPIES,
+    Block,
+    all_blocks,
+    markdown_files,
+    python_blocks,
+)
 
 BLOCKS = all_blocks()
 
@@ -56,3 +63,11 @@ def test_the_block_finder_pairs_outputs() -> None:
     assert sample in markdown_files()
     paired = [block for block in python_blocks(sample) if block.output is not None]
     assert paired, "the README's quick start should show what it prints"
+
+
+@pytest.mark.parametrize("page", VERBATIM_COPIES, ids=[page.name for page in VERBATIM_COPIES])
+def test_the_sketches_in_copied_pages_parse(page: Path) -> None:
+    blocks = python_blocks(page) if page.exists() else []
+    for block in blocks:
+        compile(block.code, block.id, "exec")  # a SyntaxError fails the test
+    assert page.exists(), f"{page} is missing: run `uv run python scripts/gen_docs.py`"

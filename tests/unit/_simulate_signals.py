@@ -115,19 +115,15 @@ class Simulation:
     def any_signal(self) -> Signal:
         call_ids = [c.call.call_id for c in self.state.calls] or ["0.0"]
         call_id = self.data.draw(st.sampled_from(call_ids), label="signal call")
-        return self.data.draw(
-            st.sampled_from(
-                [
-                    Approve(call_id=call_id, by="ana"),
-                    Deny(call_id=call_id, by="bo", reason="no"),
-                    Resume(payload={"ok": True}),
-                    Cancel(reason="stop"),
-                    UserInput(text="also this"),
-                    ChildEnded(child_run_id=f"R1-{call_id}", call_id=call_id, status="completed"),
-                ]
-            ),
-            label="signal",
-        )
+        options: list[Signal] = [
+            Approve(call_id=call_id, by="ana"),
+            Deny(call_id=call_id, by="bo", reason="no"),
+            Resume(payload={"ok": True}),
+            Cancel(reason="stop"),
+            UserInput(text="also this"),
+            ChildEnded(child_run_id=f"R1-{call_id}", call_id=call_id, status="completed"),
+        ]
+        return self.data.draw(st.sampled_from(options), label="signal")
 
     def run(self) -> list[Record]:
         self.add(

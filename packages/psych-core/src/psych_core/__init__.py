@@ -26,6 +26,7 @@ from psych_core._actions import (
 )
 from psych_core._canonical import canonical_json, version_of
 from psych_core._errors import (
+    BlobNotFound,
     Conflict,
     DuplicateSignal,
     EgressError,
@@ -36,12 +37,14 @@ from psych_core._errors import (
     LeaseLost,
     ModelError,
     NotAwaitingApproval,
+    PolicyDenied,
     PsychError,
     RecordTooLarge,
     RunFinished,
     RunNotFound,
     SandboxError,
     SandboxRefused,
+    SandboxToolUnavailable,
     SandboxUnavailable,
     SecretNotFound,
     SpecError,
@@ -51,6 +54,7 @@ from psych_core._errors import (
 )
 from psych_core._fold import UNKNOWN_OUTCOME, fold, fold_all, render_result
 from psych_core._inbox import receive
+from psych_core._json_schema import schema_problems, validation_errors
 from psych_core._messages import (
     AssistantMessage,
     Message,
@@ -68,6 +72,7 @@ from psych_core._records import (
     ChildStarted,
     ModelCallFailed,
     ModelCallFinished,
+    Offloaded,
     Record,
     RunAdmitted,
     RunCancelled,
@@ -110,7 +115,10 @@ from psych_core._spec import (
     ArgRule,
     CodeTool,
     Comparison,
+    HttpMethod,
+    HttpTool,
     ModelRef,
+    SandboxTool,
     Skill,
     ToolRef,
 )
@@ -123,6 +131,7 @@ from psych_core._state import (
     RunStatusName,
     WaitingReason,
 )
+from psych_core._templates import UrlTemplate, placeholders
 from psych_core._usage import Cost, CostSource, Usage, UsageSource
 from psych_core.ports import (
     GUARANTEES,
@@ -130,6 +139,7 @@ from psych_core.ports import (
     LIMITED_GUARANTEES,
     AppendResult,
     Batch,
+    BlobStore,
     Claim,
     ExecLimits,
     ExecRequest,
@@ -147,6 +157,8 @@ from psych_core.ports import (
     NewRun,
     Notify,
     Page,
+    Policy,
+    PolicyAction,
     RenewResult,
     RunIndex,
     RunQuery,
@@ -157,6 +169,8 @@ from psych_core.ports import (
     Store,
     StoreLimits,
     ToolDefinition,
+    blob_ref,
+    is_blob_ref,
     level_at_least,
     level_guarantees,
     level_reached,
@@ -171,11 +185,19 @@ __all__ = [
     "ArgRule",
     "CodeTool",
     "Comparison",
+    "HttpMethod",
+    "HttpTool",
     "ModelRef",
+    "SandboxTool",
     "Skill",
     "ToolRef",
     "canonical_json",
     "version_of",
+    # tool declarations: templates and parameter schemas
+    "UrlTemplate",
+    "placeholders",
+    "schema_problems",
+    "validation_errors",
     # scope, usage, cost
     "Cost",
     "CostSource",
@@ -207,6 +229,7 @@ __all__ = [
     "ChildStarted",
     "ModelCallFailed",
     "ModelCallFinished",
+    "Offloaded",
     "Record",
     "RunAdmitted",
     "RunCancelled",
@@ -298,7 +321,14 @@ __all__ = [
     "level_guarantees",
     "level_reached",
     "withhold_unmet",
+    # blobs and policy
+    "BlobStore",
+    "Policy",
+    "PolicyAction",
+    "blob_ref",
+    "is_blob_ref",
     # errors
+    "BlobNotFound",
     "Conflict",
     "DuplicateSignal",
     "EgressError",
@@ -309,12 +339,14 @@ __all__ = [
     "LeaseLost",
     "ModelError",
     "NotAwaitingApproval",
+    "PolicyDenied",
     "PsychError",
     "RecordTooLarge",
     "RunFinished",
     "RunNotFound",
     "SandboxError",
     "SandboxRefused",
+    "SandboxToolUnavailable",
     "SandboxUnavailable",
     "SecretNotFound",
     "SpecError",

@@ -3,6 +3,8 @@
     PsychError
     ├── SpecError                 an AgentSpec or a tool definition is not valid
     │   └── ToolNotRegistered     a spec names a tool the session or worker has no function for
+    │       └── SandboxToolUnavailable  a sandbox tool, and no sandbox that can run it
+    ├── PolicyDenied              the Policy refused this scope an action on a target
     ├── FoldError                 a log cannot be folded: names the run and the seq
     ├── RunNotFound               no such run in this scope (another tenant's run looks the same)
     ├── NotAwaitingApproval       approve/deny named a call that is not waiting for a decision
@@ -21,6 +23,7 @@
         ├── DuplicateSignal       a signal with this key was already accepted
         ├── RunFinished           the run has ended and takes no more signals
         ├── RecordTooLarge        a record or batch exceeds the store's declared limits
+        ├── BlobNotFound          no blob with this reference in the tenant's blobs
         └── StoreUnavailable      the store could not be reached; safe to retry later
 
 Every message names the run, seq, tool or key involved and says what to do about it.
@@ -29,6 +32,7 @@ Every message names the run, seq, tool or key involved and says what to do about
 from __future__ import annotations
 
 from psych_core._model_failure import ModelFailure
+from psych_core._scope import Scope
 
 
 class PsychError(Exception):
@@ -50,6 +54,43 @@ class ToolNotRegistered(SpecError):
         super().__init__(
             f"AgentSpec {agent!r} names tool {tool!r}, but no function named {tool!r} was "
             f"registered (registered: {have}). Pass it in tools=[...]."
+        )
+
+
+class SandboxToolUnavailable(ToolNotRegistered):
+    """A spec names a sandbox tool, and the session or worker has no sandbox that can run it.
+
+    A worker releases such a run for another worker, as for any tool it lacks.
+    """
+
+    def __init__(self, agent: str, tool: str, problem: str) -> None:
+        self.agent = agent
+        self.tool = tool
+        self.registered = ()
+        self.problem = problem
+        SpecError.__init__(self, f"AgentSpec {agent!r} names sandbox tool {tool!r}, but {problem}")
+
+
+class PolicyDenied(PsychError, PermissionError):
+    """The `Policy` refused `scope` the `action` on `target`.
+
+    Attributes:
+        scope: who asked.
+        action: what they asked to do (``dispatch``, ``read``, ``approve``, ...).
+        target: what they asked it of: the agent's name for ``dispatch``, else the run id.
+        reason: why, when the policy said.
+    """
+
+    def __init__(self, scope: Scope, action: str, target: str, reason: str = "") -> None:
+        self.scope = scope
+        self.action = action
+        self.target = target
+        self.reason = reason
+        who = f"principal {scope.principal!r}" if scope.principal else "an anonymous principal"
+        why = f" ({reason})" if reason else ""
+        super().__init__(
+            f"{who} of tenant {scope.tenant!r} may not {action} {target!r}: the policy denied "
+            f"it{why}. Act with a scope the policy allows, or change the policy."
         )
 
 
@@ -121,11 +162,24 @@ class EgressError(PsychError):
     Attributes:
         url: the URL asked for.
         retryable: whether sending again later may succeed.
+        sent: False only when the request certainly never reached the server (refused by the
+            policy, no connection made); True when it may have.
+        timed_out: whether a timeout ended it.
     """
 
-    def __init__(self, message: str, *, url: str, retryable: bool = True) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str,
+        retryable: bool = True,
+        sent: bool = True,
+        timed_out: bool = False,
+    ) -> None:
         self.url = url
         self.retryable = retryable
+        self.sent = sent
+        self.timed_out = timed_out
         super().__init__(message)
 
 
@@ -140,7 +194,7 @@ class EgressRefused(EgressError):
     def __init__(self, message: str, *, url: str, host: str, address: str | None = None) -> None:
         self.host = host
         self.address = address
-        super().__init__(message, url=url, retryable=False)
+        super().__init__(message, url=url, retryable=False, sent=False)
 
 
 class SecretNotFound(PsychError, LookupError):
@@ -235,6 +289,17 @@ class RecordTooLarge(StoreError):
         super().__init__(
             f"run {run_id}, seq {seq}: {what} is {size} bytes, over the store's limit of "
             f"{limit}; move large content to a BlobStore"
+        )
+
+
+class BlobNotFound(StoreError, LookupError):
+    """No blob with this reference among the tenant's blobs (another tenant's looks the same)."""
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        super().__init__(
+            f"blob {ref} not found among this tenant's blobs: it was never stored for this "
+            "tenant, or was deleted; check that every process uses the same BlobStore"
         )
 
 

@@ -24,6 +24,7 @@ from psych_core._records import (
     ChildStarted,
     ModelCallFailed,
     ModelCallFinished,
+    Offloaded,
     Record,
     RunAdmitted,
     RunCancelled,
@@ -165,6 +166,13 @@ def fold(state: RunState, record: Record) -> RunState:
         case RunCancelled():
             return replace(
                 state, next_seq=n, status="cancelled", waiting=None, error=body.reason or None
+            )
+        case Offloaded():
+            raise FoldError(
+                state.run_id,
+                record.seq,
+                f"the {body.body_type} record is kept in blob {body.blob}; read the log through "
+                "the OffloadingStore (with its BlobStore) that wrote it",
             )
 
 

@@ -220,6 +220,28 @@ class RunCancelled(_Body):
     reason: str = ""
 
 
+class Offloaded(_Body):
+    """A record body kept in the `BlobStore`, as the store holds it: the log keeps this.
+
+    A body whose JSON is larger than the threshold (64 KiB by default: a big tool result, a
+    long model message) is stored once as a content-addressed blob of the run's tenant, and
+    the record keeps only this reference. Reads through `OffloadingStore` put the body back,
+    so the reducer, reports and the model never see an `Offloaded`.
+
+    Attributes:
+        body_type: the ``type`` of the body it stands for.
+        tenant: the tenant whose blobs hold it (the run's tenant).
+        blob: the blob's reference, ``"sha256:" + hex`` of the body's JSON.
+        size: the size of the body's JSON, in bytes.
+    """
+
+    type: Literal["offloaded"] = "offloaded"
+    body_type: str
+    tenant: str
+    blob: str
+    size: int = Field(ge=0)
+
+
 Body = Annotated[
     RunAdmitted
     | AttemptStarted
@@ -239,7 +261,8 @@ Body = Annotated[
     | ChildFinished
     | RunCompleted
     | RunFailed
-    | RunCancelled,
+    | RunCancelled
+    | Offloaded,
     Field(discriminator="type"),
 ]
 """Any record body."""

@@ -94,7 +94,9 @@ class ToolCallReport(_View):
 
     Attributes:
         arguments: the arguments as parsed JSON, or the model's raw text when it was not JSON.
-        result: the tool's result when it succeeded.
+        result: the tool's result when it succeeded, whole (a result kept in the BlobStore is
+            read back from it).
+        result_bytes: the size of `result` as JSON, in bytes.
         error: why it failed, when it failed.
         reason: the failure's kind (``error``, ``unknown_tool``, ``invalid_arguments``, ...).
         starts: how many times it was started (more than one only for safe tools after a crash).
@@ -110,6 +112,7 @@ class ToolCallReport(_View):
     arguments: JsonValue
     outcome: ToolOutcome
     result: JsonValue = None
+    result_bytes: int | None = None
     error: str | None = None
     reason: str | None = None
     starts: int = 0
@@ -221,7 +224,10 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
                 entry.setdefault("started_at", record.at)
             case ToolCallFinished():
                 calls[body.call_id].update(
-                    outcome="succeeded", result=body.result, ended_at=record.at
+                    outcome="succeeded",
+                    result=body.result,
+                    result_bytes=len(json.dumps(body.result, ensure_ascii=False).encode()),
+                    ended_at=record.at,
                 )
             case ToolCallFailed():
                 calls[body.call_id].update(

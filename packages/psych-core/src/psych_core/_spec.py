@@ -8,6 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from psych_core._canonical import canonical_json, version_of
+from psych_core._isolation import Guarantee, IsolationLevel, Network
+from psych_core._json_schema import schema_problems
+from psych_core._templates import UrlTemplate, placeholders
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -140,6 +143,237 @@ class CodeTool(_Frozen):
         return name
 
 
+HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+"""The methods an `HttpTool` may send."""
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_BODYLESS: frozenset[str] = frozenset({"GET", "HEAD"})
+KiB = 1024
+MiB = 1024 * KiB
+
+
+def _object_schema(
+    declared: dict[str, JsonValue] | None, names: tuple[str, ...]
+) -> dict[str, JsonValue]:
+    if declared is not None:
+        return declared
+    # Undeclared: every placeholder is a required string, and nothing else is accepted.
+    properties: dict[str, JsonValue] = {name: {"type": "string"} for name in names}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(names),
+        "additionalProperties": False,
+    }
+
+
+def _check_parameters(
+    tool: str, schema: dict[str, JsonValue], placed: tuple[str, ...]
+) -> tuple[dict[str, JsonValue], set[str]]:
+    """The schema's properties and required names; `ValueError` when it cannot serve."""
+    problems = schema_problems(schema)
+    if schema.get("type") != "object":
+        problems.append('the schema must have "type": "object"')
+    if problems:
+        raise ValueError(
+            f"tool {tool!r}: its parameters schema is not usable: {'; '.join(problems)}"
+        )
+    properties = schema.get("properties", {})
+    assert isinstance(properties, dict)
+    required = schema.get("required", [])
+    assert isinstance(required, list)
+    missing = [name for name in placed if name not in properties]
+    if missing:
+        raise ValueError(
+            f"tool {tool!r}: placeholder(s) {', '.join(missing)} are not parameters: add them "
+            'to parameters["properties"]'
+        )
+    return properties, {str(name) for name in required}
+
+
+class HttpTool(_Frozen):
+    """A tool that is one declared HTTP request, sent through the egress seam.
+
+    The model fills in the parameters; the runtime builds the request. Placeholders
+    (``{order_id}``) in the URL's path and query values take the argument of that name,
+    percent-encoded, so a value can never change the host or add a path segment. A query pair
+    whose value is exactly one placeholder is left out when that (optional) argument is
+    absent. The arguments the URL does not use are sent as a JSON object body (so a ``GET`` or
+    ``HEAD`` tool may have no other parameter).
+
+    Header values may name secrets (``{"Authorization": "Bearer {BILLING_TOKEN}"}``): the names
+    are resolved through the worker's `SecretResolver` when the request is sent, and no value
+    is ever written to the log. Headers never take arguments.
+
+    The worker lets the request reach only the URL's host (the declaration adds it to the
+    allowlist); which addresses it may resolve to (public only, or loopback, private) is the
+    worker's `EgressPolicy`. A 2xx response is the call's result (parsed JSON, or text); a
+    longer one than `max_response_bytes` is cut there with a note saying so. Any other status
+    fails the call with an error the model reads: the status and the start of the body.
+
+    Attributes:
+        name: the tool's name as the model sees it.
+        description: what the model is told the tool does.
+        method: the HTTP method.
+        url: ``http(s)://host[:port]/path?query`` with ``{name}`` placeholders in the path and
+            the query values.
+        headers: request headers; ``{NAME}`` in a value names a secret.
+        parameters: a JSON schema (an object) for the arguments; by default every placeholder
+            is a required string. Only the keywords `psych_core` validates are accepted.
+        max_response_bytes: the most of a response body the model is given.
+        timeout: seconds the whole call may take; None leaves the egress's own timeouts
+            (30 s per read, 10 s to connect).
+        safe_to_retry: True when sending the request twice does no harm (a GET, or an API
+            that takes an idempotency key). A timeout of an unsafe request is settled
+            ``unknown``: it may have reached the server.
+        requires_approval: whether a person must approve the call before it is sent.
+    """
+
+    kind: Literal["http"] = "http"
+    name: str
+    description: str = ""
+    method: HttpMethod = "GET"
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    parameters: dict[str, JsonValue] | None = None
+    max_response_bytes: int = Field(default=256 * KiB, gt=0)
+    timeout: float | None = Field(default=None, gt=0)
+    safe_to_retry: bool = False
+    requires_approval: ApprovalRule = False
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        return CodeTool._check_name(name)
+
+    @model_validator(mode="after")
+    def _check_request(self) -> HttpTool:
+        url = UrlTemplate.parse(self.url)
+        for header, template in self.headers.items():
+            if not _HEADER_NAME.match(header):
+                raise ValueError(f"tool {self.name!r}: {header!r} is not a valid header name")
+            placeholders(template, f"tool {self.name!r} header {header!r}")
+        properties, required = _check_parameters(self.name, self.arguments_schema, url.names)
+        optional_path = [name for name in url.path_names if name not in required]
+        if optional_path:
+            raise ValueError(
+                f"tool {self.name!r}: path placeholder(s) {', '.join(optional_path)} must be "
+                "required parameters (a path cannot leave a segment out)"
+            )
+        body = [name for name in properties if name not in url.names]
+        if body and self.method in _BODYLESS:
+            raise ValueError(
+                f"tool {self.name!r}: a {self.method} request has no body, so parameter(s) "
+                f"{', '.join(body)} must appear in the url (as ?{body[0]}={{{body[0]}}})"
+            )
+        return self
+
+    @property
+    def arguments_schema(self) -> dict[str, JsonValue]:
+        """The JSON schema the model's arguments must satisfy."""
+        return _object_schema(self.parameters, UrlTemplate.parse(self.url).names)
+
+
+class SandboxTool(_Frozen):
+    """A tool that runs a declared program in the worker's `Sandbox`.
+
+    The model fills in the parameters; ``{name}`` placeholders in `argv` and `stdin` take the
+    argument of that name (a string as it is, any other value as JSON). Each `argv` entry stays
+    one argument: nothing goes through a shell unless the program is one. `files` are placed in
+    the execution's scratch directory (its working directory) as they are.
+
+    The execution must reach `require_level` and the guarantees in `require`: a sandbox that
+    cannot is refused when the worker starts the run, before anything runs; output produced
+    under weaker terms than required is withheld, and the model is told so with the reason.
+    The result the model reads is ``stdout``, ``stderr`` and the ``isolation`` the execution
+    reached (backend, level, the ten grades). A non-zero exit, or a stop by a resource limit,
+    fails the call with the exit status and the end of its output; a stop by the wall-time
+    limit (`timeout`) is a timeout.
+
+    Attributes:
+        name: the tool's name as the model sees it.
+        description: what the model is told the tool does.
+        argv: the program and its arguments, each a template.
+        files: files to place in the scratch directory, by relative path (text, as written).
+        stdin: a template for the program's standard input.
+        env: environment variables on top of the sandbox's minimal environment.
+        parameters: a JSON schema (an object) for the arguments; by default every placeholder
+            is a required string.
+        require_level: the isolation level the execution must reach (``kernel`` by default:
+            namespaces or a container; ``limited`` accepts resource limits without isolation,
+            which is all `SubprocessSandbox` reaches).
+        require: guarantees that must be ``enforced`` beyond those of `require_level`.
+        network: ``none`` (the default) or ``egress``.
+        timeout: the wall-time limit, in seconds.
+        cpu_seconds: the CPU time each process may use; None for no limit.
+        memory_bytes: the memory the execution may hold; None for no limit.
+        processes: how many processes the execution may have at once; None for no limit.
+        output_bytes: the most of stdout, and of stderr, kept.
+        safe_to_retry: True when running the program twice does no harm.
+        requires_approval: whether a person must approve the call before it runs.
+    """
+
+    kind: Literal["sandbox"] = "sandbox"
+    name: str
+    description: str = ""
+    argv: tuple[str, ...] = Field(min_length=1)
+    files: dict[str, str] = Field(default_factory=dict)
+    stdin: str = ""
+    env: dict[str, str] = Field(default_factory=dict)
+    parameters: dict[str, JsonValue] | None = None
+    require_level: IsolationLevel = "kernel"
+    require: tuple[Guarantee, ...] = ()
+    network: Network = "none"
+    timeout: float = Field(default=30.0, gt=0)
+    cpu_seconds: int | None = Field(default=30, ge=1)
+    memory_bytes: int | None = Field(default=512 * MiB, ge=1)
+    processes: int | None = Field(default=64, ge=1)
+    output_bytes: int = Field(default=1 * MiB, gt=0)
+    safe_to_retry: bool = False
+    requires_approval: ApprovalRule = False
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        return CodeTool._check_name(name)
+
+    @model_validator(mode="after")
+    def _check_program(self) -> SandboxTool:
+        for path in self.files:
+            parts = path.split("/")
+            if not path or path.startswith("/") or ".." in parts or "\0" in path:
+                raise ValueError(
+                    f"tool {self.name!r}: file {path!r} must be a relative path without '..'"
+                )
+        for key in self.env:
+            if not key or "=" in key or "\0" in key:
+                raise ValueError(f"tool {self.name!r}: {key!r} is not a valid variable name")
+        _properties, required = _check_parameters(self.name, self.arguments_schema, self.names)
+        optional = [name for name in self.names if name not in required]
+        if optional:
+            raise ValueError(
+                f"tool {self.name!r}: placeholder(s) {', '.join(optional)} must be required "
+                "parameters"
+            )
+        return self
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The placeholders of `argv` and `stdin`, in order."""
+        found: list[str] = []
+        templates = [(f"argv[{i}]", arg) for i, arg in enumerate(self.argv)]
+        for what, template in [*templates, ("stdin", self.stdin)]:
+            for name in placeholders(template, f"tool {self.name!r} {what}"):
+                if name not in found:
+                    found.append(name)
+        return tuple(found)
+
+    @property
+    def arguments_schema(self) -> dict[str, JsonValue]:
+        """The JSON schema the model's arguments must satisfy."""
+        return _object_schema(self.parameters, self.names)
+
+
 class AgentTool(_Frozen):
     """A subagent: calling this tool starts a child run of `spec` with its own log.
 
@@ -167,7 +401,7 @@ class AgentTool(_Frozen):
         return CodeTool._check_name(name)
 
 
-ToolRef = Annotated[CodeTool | AgentTool, Field(discriminator="kind")]
+ToolRef = Annotated[CodeTool | HttpTool | SandboxTool | AgentTool, Field(discriminator="kind")]
 """Any tool reference an `AgentSpec` can hold, told apart by its ``kind``."""
 
 

@@ -23,6 +23,8 @@ from psych_core import (
     AssistantMessage,
     AttemptStarted,
     Batch,
+    BlobNotFound,
+    BlobStore,
     Body,
     Cancel,
     ChildEnded,
@@ -44,6 +46,8 @@ from psych_core import (
     FoldError,
     Grade,
     Guarantee,
+    HttpMethod,
+    HttpTool,
     IdempotencyConflict,
     InboxEntry,
     InboxPending,
@@ -64,7 +68,11 @@ from psych_core import (
     NewRun,
     NotAwaitingApproval,
     Notify,
+    Offloaded,
     Page,
+    Policy,
+    PolicyAction,
+    PolicyDenied,
     PsychError,
     Record,
     RecordTooLarge,
@@ -86,6 +94,8 @@ from psych_core import (
     Sandbox,
     SandboxError,
     SandboxRefused,
+    SandboxTool,
+    SandboxToolUnavailable,
     SandboxUnavailable,
     Scope,
     ScopedStore,
@@ -127,7 +137,16 @@ from psych_runtime._surface._session import Session, session
 from psych_runtime._surface._signals import approve, cancel, deny, due, interrupt, resume
 from psych_runtime._surface._stream import stream
 from psych_runtime._surface._view import RunView
-from psych_runtime.adapters import EnvSecretResolver, MemoryStore, SubprocessSandbox
+from psych_runtime.adapters import (
+    DEFAULT_BLOB_THRESHOLD,
+    AllowAll,
+    EnvSecretResolver,
+    FileBlobStore,
+    MemoryBlobStore,
+    MemoryStore,
+    OffloadingStore,
+    SubprocessSandbox,
+)
 from psych_runtime.model import ModelPrice, OpenAIChatClient, PriceTable, TieredPrice
 from psych_runtime.model.egress import Egress, EgressPolicy, EgressResponse
 from psych_runtime.runtime import ApprovalCheck, Clock, SystemClock, Worker, dispatch
@@ -177,18 +196,25 @@ __all__ = [
     "ArgRule",
     "CodeTool",
     "Comparison",
+    "HttpMethod",
+    "HttpTool",
     "ModelRef",
+    "SandboxTool",
     "Skill",
     "ToolRef",
     # tools
     "CodeFunction",
     "ToolContext",
     "ToolFunction",
-    # scope, usage, cost, time
+    # scope and policy
+    "AllowAll",
+    "Policy",
+    "PolicyAction",
+    "Scope",
+    # usage, cost, time
     "Clock",
     "Cost",
     "CostSource",
-    "Scope",
     "SystemClock",
     "Usage",
     "UsageSource",
@@ -228,6 +254,12 @@ __all__ = [
     "ScopedStore",
     "Store",
     "StoreLimits",
+    # blobs: large content out of the log
+    "DEFAULT_BLOB_THRESHOLD",
+    "BlobStore",
+    "FileBlobStore",
+    "MemoryBlobStore",
+    "OffloadingStore",
     # sandboxes
     "GUARANTEES",
     "ExecLimits",
@@ -252,6 +284,7 @@ __all__ = [
     "ChildStarted",
     "ModelCallFailed",
     "ModelCallFinished",
+    "Offloaded",
     "Record",
     "RunAdmitted",
     "RunCancelled",
@@ -267,6 +300,7 @@ __all__ = [
     "ToolCallWaiting",
     "ToolFailureReason",
     # errors
+    "BlobNotFound",
     "Conflict",
     "DuplicateSignal",
     "EgressError",
@@ -277,12 +311,14 @@ __all__ = [
     "LeaseLost",
     "ModelError",
     "NotAwaitingApproval",
+    "PolicyDenied",
     "PsychError",
     "RecordTooLarge",
     "RunFinished",
     "RunNotFound",
     "SandboxError",
     "SandboxRefused",
+    "SandboxToolUnavailable",
     "SandboxUnavailable",
     "SecretNotFound",
     "SpecError",

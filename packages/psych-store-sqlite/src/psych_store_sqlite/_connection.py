@@ -1,20 +1,13 @@
-"""Connections, the threads that own them, write transactions, and sqlite errors translated.
+"""Connections with the store's settings, write transactions, and sqlite errors translated.
 
-sqlite3 blocks, so no sqlite call ever runs on the event loop: each `Lane` is one thread that
-owns one connection, and every job on that connection runs in that thread, in order. A store
-has two lanes: writes (one at a time, as SQLite allows) and reads (WAL lets them run while a
-write is in progress, in this process or another).
+Every function here blocks: they run in a `Lane`'s thread, never on the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import queue
 import sqlite3
-import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -108,8 +101,11 @@ def _enable_wal(conn: sqlite3.Connection, busy_timeout: float) -> str:
             time.sleep(0.01)
 
 
-def write_transaction[T](conn: sqlite3.Connection, job: Callable[[sqlite3.Connection], T]) -> T:
-    """Run `job` in one ``BEGIN IMMEDIATE`` transaction: committed if it returns, else undone.
+def write_transaction[T](
+    conn: sqlite3.Connection, job: Callable[..., T], args: tuple[Any, ...] = ()
+) -> T:
+    """Run ``job(conn, *args)`` in one ``BEGIN IMMEDIATE`` transaction: committed if it
+    returns, else undone.
 
     ``IMMEDIATE`` takes the write lock before the first read, so what a transaction reads
     cannot change before it writes (no lost update between processes), and waiting for
@@ -117,7 +113,7 @@ def write_transaction[T](conn: sqlite3.Connection, job: Callable[[sqlite3.Connec
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
-        result = job(conn)
+        result = job(conn, *args)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -125,129 +121,3 @@ def write_transaction[T](conn: sqlite3.Connection, job: Callable[[sqlite3.Connec
                 conn.execute("ROLLBACK")
         raise
     return result
-
-
-class Lane:
-    """One thread and the one connection it owns; jobs run there one at a time, in order.
-
-    The connection is opened by the first job, so creating a store does no IO. A job that
-    fails with a sqlite error raises the core's error instead (`translate`). A job whose
-    caller was cancelled before the job started is skipped.
-
-    The thread is a daemon fed by a queue, which costs less per call than an executor (a
-    step makes one call). It ends when the lane is closed, or when the lane is garbage
-    collected without being closed, and closes its connection as it ends.
-    """
-
-    def __init__(
-        self, name: str, opener: Callable[[], sqlite3.Connection], path: str, busy_timeout: float
-    ) -> None:
-        self._path = path
-        self._jobs: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
-        self._closed = False
-        self._thread = threading.Thread(
-            target=_serve,
-            args=(self._jobs, opener, path, busy_timeout),
-            name=name,
-            daemon=True,
-        )
-        self._started = False
-        # If the lane is dropped without close(), its thread still ends and closes the file.
-        weakref.finalize(self, self._jobs.put, None)
-
-    async def run[T](self, job: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `job` with this lane's connection in this lane's thread."""
-        if self._closed:
-            raise StoreError(f"SQLite store {self._path} is closed; create a new SQLiteStore")
-        return await self._submit(job)
-
-    async def close(self) -> None:
-        """Close the connection in its thread, then let the thread end."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._started:
-            await self._submit(_close_lane)
-
-    async def _submit[T](self, job: Callable[[sqlite3.Connection], T]) -> T:
-        if not self._started:
-            self._started = True
-            self._thread.start()
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((loop, future, job))
-        return await future
-
-
-_Item = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[sqlite3.Connection], Any]]
-
-
-def _close_lane(conn: sqlite3.Connection) -> None:
-    """The job that ends a lane: its connection is closed and its thread returns."""
-
-
-def _serve(
-    jobs: queue.SimpleQueue[_Item | None],
-    opener: Callable[[], sqlite3.Connection],
-    path: str,
-    busy_timeout: float,
-) -> None:
-    """A lane's thread: run each job with the one connection, hand the outcome to its loop."""
-    connection: list[sqlite3.Connection] = []  # opened by the first job
-    try:
-        while (item := jobs.get()) is not None:
-            if not _run_one(item, connection, opener, path, busy_timeout):
-                return
-            # Drop the job before waiting for the next: it may hold the store, which must be
-            # free to be collected (and so end this thread) when its owner lets go of it.
-            del item
-    finally:
-        for conn in connection:
-            conn.close()
-
-
-def _run_one(
-    item: _Item,
-    connection: list[sqlite3.Connection],
-    opener: Callable[[], sqlite3.Connection],
-    path: str,
-    busy_timeout: float,
-) -> bool:
-    """Run one job and hand its outcome to its loop; False when the job ends the lane."""
-    loop, future, job = item
-    if job is _close_lane:
-        while connection:
-            connection.pop().close()
-        _settle_soon(loop, future, True, None)
-        return False
-    if future.cancelled():  # a benign race: at worst the job runs for nobody
-        return True
-    try:
-        if not connection:
-            connection.append(opener())
-        result = job(connection[0])
-    except sqlite3.Error as exc:
-        error = translate(exc, path, busy_timeout)
-        error.__cause__ = exc
-        _settle_soon(loop, future, False, error)
-    except BaseException as exc:  # handed to the caller, whatever it is
-        _settle_soon(loop, future, False, exc)
-    else:
-        _settle_soon(loop, future, True, result)
-    return True
-
-
-def _settle_soon(
-    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], ok: bool, value: Any
-) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
-        loop.call_soon_threadsafe(_settle, future, ok, value)
-
-
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if future.done():  # cancelled while the job ran
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)

@@ -17,7 +17,8 @@ NOT_FINAL = f"status NOT IN ({', '.join('?' * len(FINAL))})"
 
 _ROW_COLUMNS = (
     "n, run_id, tenant, agent, spec_version, status, waiting, parent_run_id, attempt, "
-    "lease_owner, lease_expires_at, runnable_at, next_seq, inbox_last, created_at, updated_at"
+    "lease_owner, lease_expires_at, runnable_at, next_seq, inbox_last, created_at, updated_at, "
+    "claims"
 )
 
 
@@ -39,6 +40,7 @@ def _run_row(row: tuple[Any, ...]) -> RunRow:
         inbox_last,
         created_at,
         updated_at,
+        claims,
     ) = row
     return RunRow(
         run_id=run_id,
@@ -56,6 +58,7 @@ def _run_row(row: tuple[Any, ...]) -> RunRow:
         inbox_last=inbox_last,
         created_at=from_micros(created_at),
         updated_at=from_micros(updated_at),
+        claims=claims,
     )
 
 
@@ -102,6 +105,16 @@ def list_runs(conn: sqlite3.Connection, tenant: str, query: RunQuery) -> Page[Ru
         items=tuple(_run_row(row) for row in page),
         next_cursor=str(page[-1][0]) if more and page else None,
     )
+
+
+def due(conn: sqlite3.Connection, now: int, limit: int) -> list[RunRow]:
+    """Waiting runs of every tenant claimable at `now`, oldest ``runnable_at`` first."""
+    rows = conn.execute(
+        f"SELECT {_ROW_COLUMNS} FROM psych_runs WHERE runnable_at <= ? AND status = 'waiting' "
+        "ORDER BY runnable_at, n LIMIT ?",
+        (now, max(limit, 0)),
+    ).fetchall()
+    return [_run_row(row) for row in rows]
 
 
 def _cursor(cursor: str) -> int:

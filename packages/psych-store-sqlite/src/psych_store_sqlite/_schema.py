@@ -93,6 +93,30 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        2,
+        "inbox, claims since the last suspend",
+        (
+            # claims: what max_attempts limits, reset by a batch that suspends the run.
+            "ALTER TABLE psych_runs ADD COLUMN claims INTEGER NOT NULL DEFAULT 0",
+            # Version 1 limited attempts, not claims since a suspend. A run that is not waiting
+            # keeps its attempt count, so no run gets more tries than it had before the upgrade;
+            # a waiting run suspended last, so it has none since.
+            "UPDATE psych_runs SET claims = attempt WHERE status <> 'waiting'",
+            # body: the InboxEntry's JSON, never read by the store. Numbers are the run row's
+            # inbox_last, incremented in the same transaction; a key is single-use per run.
+            """
+            CREATE TABLE psych_inbox (
+                run_id TEXT NOT NULL REFERENCES psych_runs (run_id) ON DELETE CASCADE,
+                number INTEGER NOT NULL,
+                key TEXT NOT NULL,
+                body TEXT NOT NULL,
+                PRIMARY KEY (run_id, number),
+                UNIQUE (run_id, key)
+            ) WITHOUT ROWID
+            """,
+        ),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
@@ -100,7 +124,7 @@ LATEST_VERSION = MIGRATIONS[-1].version
 
 def migrate(conn: sqlite3.Connection, path: str) -> int:
     """Apply every missing migration in one transaction; return the schema version."""
-    return write_transaction(conn, lambda c: _apply(c, path))
+    return write_transaction(conn, _apply, (path,))
 
 
 def _apply(conn: sqlite3.Connection, path: str) -> int:

@@ -7,12 +7,11 @@ import datetime as dt
 import os
 import sqlite3
 import time
-from collections.abc import Callable
 from functools import partial
 from types import TracebackType
 from typing import Self
 
-from psych_core import NewRun, Record, Store, StoreLimits
+from psych_core import InboxEntry, NewRun, Record, Signal, Store, StoreLimits
 from psych_core.ports import (
     AppendResult,
     Batch,
@@ -22,8 +21,9 @@ from psych_core.ports import (
     RunQuery,
     RunRow,
 )
-from psych_store_sqlite import _reads, _writes
-from psych_store_sqlite._connection import Lane, open_connection, write_transaction
+from psych_store_sqlite import _append, _inbox, _leases, _reads, _writes
+from psych_store_sqlite._connection import open_connection
+from psych_store_sqlite._lane import Lane
 from psych_store_sqlite._schema import migrate
 from psych_store_sqlite._time import from_micros, now_micros, to_micros, ttl_micros
 
@@ -41,11 +41,13 @@ _LAST_POLL = 0.2
 class SQLiteStore(Store):
     """A `Store` in one SQLite file, shared by any number of processes on one host.
 
-    Every sqlite call runs off the event loop, on two threads the store owns: one writes
-    (each write is one ``BEGIN IMMEDIATE`` transaction), one reads. The file is in WAL mode
-    with ``synchronous=FULL``: a write is on disk when the call returns, and readers never
-    wait for writers. Processes that write at once take turns, each waiting up to
-    `busy_timeout` seconds; past it the call raises `StoreUnavailable` (safe to retry).
+    Every sqlite call runs off the event loop, on two threads the store owns: one writes,
+    one reads. Each write runs in a ``BEGIN IMMEDIATE`` transaction, all or nothing; writes
+    queued together (many runs in flight) share one transaction and one commit, each in a
+    savepoint of its own. The file is in WAL mode with ``synchronous=FULL``: a write is on
+    disk when the call returns, and readers never wait for writers. Processes that write at
+    once take turns, each waiting up to `busy_timeout` seconds; past it the call raises
+    `StoreUnavailable` (safe to retry).
 
     Leases are timed by the host's clock, read inside each write transaction; every process
     on the host reads the same clock. The file must be on a local disk: WAL does not work on
@@ -125,45 +127,31 @@ class SQLiteStore(Store):
     async def migrate(self) -> None:
         """Create or upgrade the schema: numbered steps in one transaction, safe to run at
         once from several processes."""
-        await self._writer.run(lambda conn: migrate(conn, self._path))
+        await self._writer.run(migrate, self._path)
 
     async def pragmas(self) -> dict[str, str | int]:
         """The settings in force on the writing connection, for operators and tests:
         ``journal_mode``, ``synchronous`` (2 is FULL), ``busy_timeout`` (ms), ``foreign_keys``."""
-
-        def read(conn: sqlite3.Connection) -> dict[str, str | int]:
-            return {
-                name: conn.execute(f"PRAGMA {name}").fetchone()[0]
-                for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
-            }
-
-        return await self._writer.run(read)
+        return await self._writer.run(_pragmas)
 
     # -- runs and their logs ----------------------------------------------------------------
 
     async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
         """Insert the run row and record 0 in one transaction; see `Store.create_run`."""
         text = first.model_dump_json()
-        limits = self._limits
-        return await self._write(
-            lambda conn, clock: _writes.create_run(conn, run, first, text, limits, clock)
-        )
+        return await self._writer.transact(_writes.create_run, run, first, text, self._limits)
 
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
         """Add a batch in one transaction; see `Store.append` for the checks and their order."""
-        if batch.index.due_at is not None:
-            to_micros(batch.index.due_at, "due_at")
-        encoded = _writes.encode(run_id, batch, self._limits)
-        inbox_last = await self._write(
-            lambda conn, clock: _writes.append(conn, run_id, attempt, batch, encoded, clock)
-        )
+        encoded = _append.encode(run_id, batch, self._limits)
+        inbox_last = await self._writer.transact(_append.append, run_id, attempt, batch, encoded)
         return AppendResult(inbox_last)
 
     async def read(
         self, run_id: str, after_seq: int = -1, limit: int | None = None
     ) -> list[Record]:
         """The records after `after_seq`, in seq order, at most `limit`."""
-        return await self._reader.run(lambda conn: _reads.read(conn, run_id, after_seq, limit))
+        return await self._reader.run(_reads.read, run_id, after_seq, limit)
 
     # -- leases -----------------------------------------------------------------------------
 
@@ -179,16 +167,12 @@ class SQLiteStore(Store):
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
         lease = ttl_micros(ttl)
-        return await self._write(
-            lambda conn, clock: _writes.claim(conn, worker_id, lease, run_id, max_attempts, clock)
-        )
+        return await self._writer.transact(_leases.claim, worker_id, lease, run_id, max_attempts)
 
     async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
         """Extend the lease of the current attempt; see `Store.renew`."""
         lease = ttl_micros(ttl)
-        expires, inbox_last = await self._write(
-            lambda conn, clock: _writes.renew(conn, run_id, attempt, lease, clock)
-        )
+        expires, inbox_last = await self._writer.transact(_leases.renew, run_id, attempt, lease)
         return RenewResult(from_micros(expires), inbox_last)
 
     async def release(
@@ -196,33 +180,43 @@ class SQLiteStore(Store):
     ) -> None:
         """Give up the current attempt's lease; see `Store.release`."""
         at = None if runnable_at is None else to_micros(runnable_at, "runnable_at")
-        await self._write(lambda conn, clock: _writes.release(conn, run_id, attempt, at, clock))
+        await self._writer.transact(_leases.release, run_id, attempt, at)
+
+    # -- the inbox --------------------------------------------------------------------------
+
+    async def signal(self, tenant: str, run_id: str, signal: Signal, key: str) -> int:
+        """Add a signal to the run's inbox in one transaction; see `Store.signal`."""
+        return await self._writer.transact(_inbox.signal, tenant, run_id, signal, key)
+
+    async def signals(self, run_id: str, after: int = 0) -> list[InboxEntry]:
+        """The run's inbox entries numbered above `after`, in number order."""
+        return await self._reader.run(_inbox.signals, run_id, after)
+
+    async def due(self, now: dt.datetime, limit: int = 100) -> list[RunRow]:
+        """Waiting runs of every tenant claimable at `now`, oldest first; see `Store.due`."""
+        return await self._reader.run(_reads.due, to_micros(now, "now"), limit)
 
     # -- listing, specs, deletion -----------------------------------------------------------
 
     async def get_run(self, tenant: str, run_id: str) -> RunRow | None:
         """The run row, if the run exists in `tenant`."""
-        return await self._reader.run(lambda conn: _reads.get_run(conn, tenant, run_id))
+        return await self._reader.run(_reads.get_run, tenant, run_id)
 
     async def list_runs(self, tenant: str, query: RunQuery) -> Page[RunRow]:
         """The tenant's runs, newest first; see `Store.list_runs`."""
-        return await self._reader.run(lambda conn: _reads.list_runs(conn, tenant, query))
+        return await self._reader.run(_reads.list_runs, tenant, query)
 
     async def put_spec(self, version: str, spec_json: str) -> None:
         """Keep a spec's JSON under its version; a version stored already is left as it is."""
-        await self._writer.run(
-            lambda conn: write_transaction(conn, lambda c: _writes.put_spec(c, version, spec_json))
-        )
+        await self._writer.transact(_writes.put_spec, version, spec_json)
 
     async def get_spec(self, version: str) -> str | None:
         """The spec JSON stored under `version`."""
-        return await self._reader.run(lambda conn: _reads.get_spec(conn, version))
+        return await self._reader.run(_reads.get_spec, version)
 
     async def delete_run(self, tenant: str, run_id: str) -> bool:
-        """Delete the run, its records and its idempotency key in one transaction."""
-        return await self._writer.run(
-            lambda conn: write_transaction(conn, lambda c: _writes.delete_run(c, tenant, run_id))
-        )
+        """Delete the run, its records, its inbox and its idempotency key in one transaction."""
+        return await self._writer.transact(_writes.delete_run, tenant, run_id)
 
     # -- waiting ----------------------------------------------------------------------------
 
@@ -233,9 +227,9 @@ class SQLiteStore(Store):
         delay = _FIRST_POLL
         while True:
             if run_id is None:
-                ready = await self._reader.run(partial(_reads.claimable, now=now_micros()))
+                ready = await self._reader.run(_reads.claimable, now_micros())
             else:
-                seq = await self._reader.run(lambda conn: _reads.next_seq(conn, run_id))
+                seq = await self._reader.run(_reads.next_seq, run_id)
                 ready = seq is None or seq - 1 > after_seq
             remaining = deadline - time.monotonic()
             if ready or remaining <= 0:
@@ -243,11 +237,9 @@ class SQLiteStore(Store):
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 2, _LAST_POLL)
 
-    # -- internals --------------------------------------------------------------------------
 
-    async def _write[T](self, job: Callable[[sqlite3.Connection, _writes.Clock], T]) -> T:
-        """Run a write function in one ``BEGIN IMMEDIATE`` transaction on the writer lane,
-        giving it the host's clock."""
-        return await self._writer.run(
-            lambda conn: write_transaction(conn, lambda c: job(c, now_micros))
-        )
+def _pragmas(conn: sqlite3.Connection) -> dict[str, str | int]:
+    return {
+        name: conn.execute(f"PRAGMA {name}").fetchone()[0]
+        for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
+    }

@@ -1,6 +1,7 @@
 """The ports Psych's adapters implement, with their contracts in the docstrings."""
 
 from psych_core._model_failure import ModelFailure
+from psych_core.ports._blobs import BlobStore, blob_ref, is_blob_ref
 from psych_core.ports._model import (
     ModelClient,
     ModelRequest,
@@ -8,6 +9,7 @@ from psych_core.ports._model import (
     ModelToolCall,
     ToolDefinition,
 )
+from psych_core.ports._policy import Policy, PolicyAction
 from psych_core.ports._sandbox import (
     GUARANTEES,
     KERNEL_GUARANTEES,
@@ -81,4 +83,11 @@ __all__ = [
     "level_guarantees",
     "level_reached",
     "withhold_unmet",
+    # blobs
+    "BlobStore",
+    "blob_ref",
+    "is_blob_ref",
+    # policy
+    "Policy",
+    "PolicyAction",
 ]

@@ -39,32 +39,16 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal, Protocol, get_args, runtime_checkable
 
-Guarantee = Literal[
-    "wall_time_limited",
-    "cpu_time_limited",
-    "memory_limited",
-    "process_count_limited",
-    "output_limited",
-    "reads_confined",
-    "writes_confined",
-    "network_isolated",
-    "process_isolated",
-    "unprivileged",
-]
-"""One of the ten guarantees an execution is graded on (see the module docstring)."""
+# Defined next to the tool specs, which state a `SandboxTool`'s requirements in these words.
+from psych_core._isolation import Guarantee as Guarantee
+from psych_core._isolation import IsolationLevel as IsolationLevel
+from psych_core._isolation import Network as Network
 
 GUARANTEES: tuple[Guarantee, ...] = get_args(Guarantee)
 """The ten guarantees, in the order DESIGN section 8 lists them."""
 
 Grade = Literal["enforced", "not_enforced", "unknown"]
 """How one guarantee held for one execution: proved set up, known not to be, or not known."""
-
-IsolationLevel = Literal["none", "limited", "kernel"]
-"""``none``: nothing proved; ``limited``: resource limits only; ``kernel``: namespaces or a
-container on top of the limits."""
-
-Network = Literal["none", "egress"]
-"""What network a request asks for: nothing but its own loopback, or outbound access."""
 
 LimitName = Literal["wall_time", "cpu_time", "memory", "output"]
 """Which limit stopped an execution, when the backend could tell."""

@@ -15,6 +15,7 @@ from psych_core._records import Record
 from psych_core._scope import Scope
 from psych_core._signals import InboxEntry, Signal
 from psych_core._state import RunStatusName, WaitingReason
+from psych_core.ports._policy import Policy, PolicyAction
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,9 +361,13 @@ class Store(Protocol):
         """
         ...
 
-    def scoped(self, scope: Scope) -> ScopedStore:
-        """This store, seen by `scope`: per-run calls see only the scope's tenant's runs."""
-        return ScopedStore(self, scope)
+    def scoped(self, scope: Scope, *, policy: Policy | None = None) -> ScopedStore:
+        """This store, seen by `scope`: per-run calls see only the scope's tenant's runs.
+
+        With a `policy`, every public function given the scoped store asks it first
+        (`Policy.authorize`), and refuses with `PolicyDenied`.
+        """
+        return ScopedStore(self, scope, policy=policy)
 
 
 class ScopedStore:
@@ -370,13 +375,27 @@ class ScopedStore:
 
     Each per-run call checks the run row's tenant first and treats another tenant's run
     exactly like a run that does not exist (`RunNotFound`).
+
+    Attributes:
+        store: the store underneath.
+        scope: who the calls are for.
+        policy: what the public functions ask before acting (`authorize`); None allows all.
     """
 
-    __slots__ = ("scope", "store")
+    __slots__ = ("policy", "scope", "store")
 
-    def __init__(self, store: Store, scope: Scope) -> None:
+    def __init__(self, store: Store, scope: Scope, *, policy: Policy | None = None) -> None:
         self.store = store
         self.scope = scope
+        self.policy = policy
+
+    def authorize(self, action: PolicyAction, target: str) -> None:
+        """Ask the policy whether this scope may do `action` to `target`; `PolicyDenied` if not.
+
+        `target` is the agent's name for ``dispatch``, the run's id otherwise.
+        """
+        if self.policy is not None:
+            self.policy.authorize(self.scope, action, target)
 
     @property
     def tenant(self) -> str:

@@ -8,7 +8,10 @@ from contextlib import asynccontextmanager
 
 from psych_core import (
     AgentSpec,
+    BlobStore,
     ModelClient,
+    Policy,
+    Sandbox,
     Scope,
     ScopedStore,
     SecretResolver,
@@ -16,8 +19,15 @@ from psych_core import (
     fold_all,
 )
 from psych_runtime._surface._view import RunView, view_of
-from psych_runtime.adapters import MemoryStore
+from psych_runtime.adapters import (
+    DEFAULT_BLOB_THRESHOLD,
+    AllowAll,
+    MemoryBlobStore,
+    MemoryStore,
+    OffloadingStore,
+)
 from psych_runtime.model import PriceTable
+from psych_runtime.model.egress import EgressPolicy
 from psych_runtime.runtime import (
     ApprovalCheck,
     Clock,
@@ -53,9 +63,12 @@ class Session:
         secrets: SecretResolver | None = None,
         prices: PriceTable | None = None,
         approval_rules: Mapping[str, ApprovalCheck] | None = None,
+        sandbox: Sandbox | None = None,
+        egress: EgressPolicy | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self.store = store
-        self._tools = ToolRegistry(tools)
+        self._tools = ToolRegistry(tools, sandbox=sandbox, egress=egress, secrets=secrets)
         self._clock = clock
         self._services = Services(
             model=model,
@@ -65,6 +78,7 @@ class Session:
             secrets=secrets,
             prices=prices,
             approval_rules=dict(approval_rules or {}),
+            policy=policy,
         )
         self._worker_id = f"session:{new_worker_id()}"
 
@@ -76,7 +90,9 @@ class Session:
         Each call is one run with its own log. A run that waits (for an approval, a resume)
         comes back with status ``waiting``: send the signal (`approve`, `resume`, ...) with
         `store` and call `drive` to go on. Raises `ToolNotRegistered` before anything is saved
-        when the spec names a tool this session has no function for.
+        when the spec names a tool this session has no function for (or a sandbox tool and
+        no sandbox that can run it: `SandboxToolUnavailable`), and `PolicyDenied` when the
+        session's policy does not let its scope dispatch the agent.
         """
         missing = self._tools.missing(spec)
         if missing is not None:
@@ -85,6 +101,10 @@ class Session:
             self.store, spec, text, idempotency_key=idempotency_key, clock=self._clock
         )
         return await self.drive(run_id)
+
+    async def aclose(self) -> None:
+        """Close the connections the session's http tools opened (done when it exits)."""
+        await self._tools.aclose()
 
     async def drive(self, run_id: str) -> RunView:
         """Run one of this session's runs in this process until it ends or waits again.
@@ -116,6 +136,11 @@ async def session(
     secrets: SecretResolver | None = None,
     prices: PriceTable | None = None,
     approval_rules: Mapping[str, ApprovalCheck] | None = None,
+    sandbox: Sandbox | None = None,
+    egress: EgressPolicy | None = None,
+    policy: Policy | None = None,
+    blobs: BlobStore | None = None,
+    blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
 ) -> AsyncIterator[Session]:
     """Run agents in this process: ``async with session(model, tools=[...]) as s:``.
 
@@ -131,15 +156,37 @@ async def session(
             priced from them (source ``override``) when they know the model that served.
         approval_rules: named approval rules for tools declared with
             ``requires_approval="name"``; see `Worker`.
+        sandbox: where sandbox tools run (`SubprocessSandbox`, `NamespaceSandbox`, ...).
+        egress: which addresses http tools may reach (each tool only its URL's host);
+            public addresses only when omitted.
+        policy: what the session's scope may do and which tools its runs are offered;
+            `AllowAll` when omitted. `store` carries it to `status`, `report`, `approve`, ...
+        blobs: where record bodies larger than `blob_threshold` bytes are kept (the store is
+            wrapped in an `OffloadingStore`). With the default memory store, a
+            `MemoryBlobStore` when omitted; with a store of yours, nothing is offloaded unless
+            you pass one (or wrap the store yourself).
+        blob_threshold: the largest body, in bytes of JSON, kept in the log itself.
     """
-    inner = store if store is not None else MemoryStore()
+    inner: Store = store if store is not None else MemoryStore()
+    if blobs is None and store is None:
+        blobs = MemoryBlobStore()
+    if blobs is not None:
+        inner = OffloadingStore(inner, blobs, threshold=blob_threshold)
     await inner.migrate()
-    yield Session(
+    chosen = policy if policy is not None else AllowAll()
+    created = Session(
         model=model,
         tools=tools,
-        store=inner.scoped(scope or DEFAULT_SCOPE),
+        store=inner.scoped(scope or DEFAULT_SCOPE, policy=chosen),
         clock=clock or SystemClock(),
         secrets=secrets,
         prices=prices,
         approval_rules=approval_rules,
+        sandbox=sandbox,
+        egress=egress,
+        policy=chosen,
     )
+    try:
+        yield created
+    finally:
+        await created.aclose()

@@ -3,6 +3,8 @@
 Every function here writes one entry into the run's inbox through the store and returns its
 number; the run's current attempt (or the next one, for a waiting run the entry wakes) moves
 it into the log at a step boundary. Nothing here needs the run's state from the caller.
+With a policy on the store (``store.scoped(scope, policy=...)``), each asks it first for its
+action (``approve``, ``deny``, ``resume``, ``cancel``, ``interrupt``) on the run.
 """
 
 from __future__ import annotations
@@ -44,12 +46,14 @@ async def approve(
     A decision is single-use: a second `approve` or `deny` of the same call, even racing this
     one, raises `NotAwaitingApproval`, as does a call that is not waiting for a decision.
     """
+    store.authorize("approve", run_id)
     signal = Approve(call_id=call_id, by=by, note=note, arguments=arguments)
     return await _decide(store, run_id, call_id, signal)
 
 
 async def deny(store: ScopedStore, run_id: str, call_id: str, *, by: str, reason: str) -> int:
     """Deny the pending call `call_id`; the model is told who denied it and why."""
+    store.authorize("deny", run_id)
     return await _decide(store, run_id, call_id, Deny(call_id=call_id, by=by, reason=reason))
 
 
@@ -61,6 +65,7 @@ async def resume(
     `key` makes the resume single-use (a second one with the same key raises
     `DuplicateSignal`); a resume that arrives when nothing waits is recorded as ignored.
     """
+    store.authorize("resume", run_id)
     return await _send(store, run_id, Resume(payload=payload), key)
 
 
@@ -74,6 +79,7 @@ async def cancel(
 ) -> int:
     """Cancel a running or waiting run. Calls in flight get the worker's grace period, then
     are settled ``unknown``; calls that never began fail with reason ``cancelled``."""
+    store.authorize("cancel", run_id)
     return await _send(store, run_id, Cancel(reason=reason, by=by), key)
 
 
@@ -81,6 +87,7 @@ async def interrupt(
     store: ScopedStore, run_id: str, message: str, *, key: str | None = None
 ) -> int:
     """Add a user message to the run: the model sees it at its next turn."""
+    store.authorize("interrupt", run_id)
     return await _send(store, run_id, UserInput(text=message), key)
 
 

@@ -15,8 +15,10 @@ async def stream(
 
     Resumable: pass the seq of the last record you handled as `after`. Waits with
     `Store.wait` (LISTEN/NOTIFY where the store has it, polling at most every `poll` seconds
-    otherwise). `RunNotFound` outside the store's tenant.
+    otherwise). `RunNotFound` outside the store's tenant; `PolicyDenied` when the store's
+    policy does not allow ``read``.
     """
+    store.authorize("read", run_id)
     await store.run(run_id)
     inner = store.store
     state = RunState.empty(run_id)

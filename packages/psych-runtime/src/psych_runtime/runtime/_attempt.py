@@ -28,6 +28,7 @@ from psych_core import (
     InboxPending,
     ModelClient,
     Notify,
+    Policy,
     Record,
     RenewResult,
     RetryCalls,
@@ -73,6 +74,7 @@ from psych_runtime.tools import (
     InvalidArguments,
     ResolvedTool,
     ToolContext,
+    ToolOutcomeUnknown,
     ToolRaised,
     ToolRegistry,
     WaitFor,
@@ -106,6 +108,7 @@ class Attempt:
         prices: PriceTable | None = None,
         approval_rules: Mapping[str, ApprovalCheck] | None = None,
         cancel_grace: float = 10.0,
+        policy: Policy | None = None,
     ) -> None:
         if state.spec is None:
             raise ValueError(f"run {state.run_id}: an attempt needs the state folded with its spec")
@@ -129,6 +132,7 @@ class Attempt:
         # the app's prices re-price model calls the provider did not price.
         self._redactor = Redactor(secrets)
         self._prices = prices
+        self._policy = policy
         self._resolved: Mapping[str, ResolvedTool] = self._resolve()
 
     async def run(self) -> RunState:
@@ -181,14 +185,12 @@ class Attempt:
                     self._stage(decide(action, self._resolved, rules=self._rules, now=now))
 
     def _resolve(self) -> Mapping[str, ResolvedTool]:
-        """The tools this run may call now; a child run only those its parent could use."""
+        """The tools this run may call now: those the policy allows its scope; a child run
+        only those its parent could use."""
         assert self.state.spec is not None
-        resolved = self.tools.resolve(self.state.spec)
         admitted = self.state.admitted
-        if admitted is not None and admitted.allowed_tools is not None:
-            allowed = set(admitted.allowed_tools)
-            resolved = {name: tool for name, tool in resolved.items() if name in allowed}
-        return resolved
+        allowed = admitted.allowed_tools if admitted is not None else None
+        return self.tools.resolve(self.state.spec, self.scope, self._policy, allowed)
 
     async def _start_child(self, call: ToolCall, tool: ResolvedTool, text: str) -> Body:
         assert isinstance(tool.ref, AgentTool)
@@ -401,7 +403,9 @@ class Attempt:
             async with asyncio.timeout(timeout):
                 result = await tool.function.invoke(arguments, context)
         except ToolRaised as exc:
-            return ToolCallFailed(call_id=call.call_id, reason="error", error=str(exc))
+            return ToolCallFailed(call_id=call.call_id, reason=exc.reason, error=str(exc))
+        except ToolOutcomeUnknown as exc:
+            return ToolCallSettled(call_id=call.call_id, note=str(exc))
         except TimeoutError:
             return _timed_out(call, tool, timeout)
         if isinstance(result, WaitFor):

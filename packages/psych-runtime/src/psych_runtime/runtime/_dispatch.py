@@ -27,7 +27,11 @@ async def dispatch(
     Stores the spec under its version and writes `RunAdmitted` as seq 0. With an
     `idempotency_key` already used in the store's tenant, admits nothing and returns the
     existing run's id; the same key with another spec or input raises `IdempotencyConflict`.
+    With a policy on `store` (``store.scoped(scope, policy=...)``), it must authorize
+    ``dispatch`` of the agent (`spec.name`) first: `PolicyDenied` otherwise, and nothing is
+    saved.
     """
+    store.authorize("dispatch", spec.name)
     now = (clock or SystemClock()).now()
     version = spec.version
     await store.store.put_spec(version, spec.canonical_json())

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from psych_core import (
     Claim,
     ModelClient,
+    Policy,
     RunState,
     SecretResolver,
     Store,
@@ -30,6 +31,7 @@ class Services:
         ttl: the lease's length; renewed every third, and the longest an append is re-sent.
         approval_rules: named approval rules (`CodeTool(requires_approval="name")`).
         cancel_grace: seconds in-flight calls get to finish once the run is cancelled.
+        policy: narrows the tools each run is offered, for the run's scope, every turn.
     """
 
     model: ModelClient
@@ -40,6 +42,7 @@ class Services:
     prices: PriceTable | None = None
     approval_rules: Mapping[str, ApprovalCheck] = field(default_factory=dict)
     cancel_grace: float = 10.0
+    policy: Policy | None = None
 
 
 async def execute_claim(
@@ -52,7 +55,8 @@ async def execute_claim(
     """Run the claimed attempt until the run ends, suspends or `should_stop`; return its state.
 
     Raises `ToolNotRegistered` before doing anything when the run's spec names a tool this
-    worker lacks (a rolling deploy): the caller releases the run for another worker.
+    worker lacks (a rolling deploy), or a sandbox tool its sandbox cannot run: the caller
+    releases the run for another worker.
     """
     state = await load_state(store, claim.run_id)
     assert state.admitted is not None
@@ -73,6 +77,7 @@ async def execute_claim(
         prices=services.prices,
         approval_rules=services.approval_rules,
         cancel_grace=services.cancel_grace,
+        policy=services.policy,
     )
     return await with_lease(
         store, claim.run_id, claim.attempt, services.ttl, attempt.run(), on_renew=attempt.heard

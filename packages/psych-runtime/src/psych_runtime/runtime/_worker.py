@@ -24,12 +24,15 @@ from psych_core import (
     FoldError,
     LeaseLost,
     ModelClient,
+    Policy,
+    Sandbox,
     SecretResolver,
     Store,
     StoreUnavailable,
     ToolNotRegistered,
 )
 from psych_runtime.model import PriceTable
+from psych_runtime.model.egress import EgressPolicy
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._decide import ApprovalCheck
 from psych_runtime.runtime._execute import Services, execute_claim
@@ -66,6 +69,13 @@ class Worker:
             the call needs approval. A name this worker lacks always asks for approval.
         cancel_grace: seconds in-flight calls get to finish after the run is cancelled;
             calls still running then are settled ``unknown``.
+        sandbox: where sandbox tools run. Without one, a run whose spec has a sandbox tool
+            is not served (released for another worker, as for any tool this worker lacks).
+        egress: which addresses http tools may reach; each tool reaches only the host its URL
+            names. Public addresses only when omitted: allow loopback or private networks
+            here (``EgressPolicy(allow_loopback=True)``).
+        policy: narrows the tools each run is offered, for the run's scope, before every model
+            call (`Policy.narrow`); a call to a tool it took away is refused and recorded.
     """
 
     def __init__(
@@ -85,6 +95,9 @@ class Worker:
         prices: PriceTable | None = None,
         approval_rules: Mapping[str, ApprovalCheck] | None = None,
         cancel_grace: float = 10.0,
+        sandbox: Sandbox | None = None,
+        egress: EgressPolicy | None = None,
+        policy: Policy | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -93,13 +106,14 @@ class Worker:
         self._clock = clock or SystemClock()
         self._services = Services(
             model=model,
-            tools=ToolRegistry(tools),
+            tools=ToolRegistry(tools, sandbox=sandbox, egress=egress, secrets=secrets),
             clock=self._clock,
             ttl=lease_ttl,
             secrets=secrets,
             prices=prices,
             approval_rules=dict(approval_rules or {}),
             cancel_grace=cancel_grace,
+            policy=policy,
         )
         self._concurrency = concurrency
         self._ttl = lease_ttl
@@ -130,10 +144,14 @@ class Worker:
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
+            await self._services.tools.aclose()
 
     async def run_until_idle(self) -> None:
         """Serve runs until none is runnable and none is in hand; then return."""
-        await self._supervise(until_idle=True)
+        try:
+            await self._supervise(until_idle=True)
+        finally:
+            await self._services.tools.aclose()
 
     async def _supervise(self, *, until_idle: bool) -> None:
         tasks: set[asyncio.Task[None]] = set()

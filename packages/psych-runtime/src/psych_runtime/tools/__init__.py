@@ -1,8 +1,13 @@
 """Tool executors and per-turn tool resolution."""
 
-from psych_runtime.tools._code import CodeFunction, InvalidArguments, ToolRaised
+from psych_runtime.tools._code import (
+    CodeFunction,
+    InvalidArguments,
+    ToolOutcomeUnknown,
+    ToolRaised,
+)
 from psych_runtime.tools._context import ToolContext
-from psych_runtime.tools._registry import ResolvedTool, ToolFunction, ToolRegistry
+from psych_runtime.tools._registry import ResolvedTool, ToolExecutor, ToolFunction, ToolRegistry
 from psych_runtime.tools._wait import WaitFor
 
 __all__ = [
@@ -10,7 +15,9 @@ __all__ = [
     "InvalidArguments",
     "ResolvedTool",
     "ToolContext",
+    "ToolExecutor",
     "ToolFunction",
+    "ToolOutcomeUnknown",
     "ToolRaised",
     "ToolRegistry",
     "WaitFor",

@@ -15,7 +15,7 @@ import pydantic
 from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from psych_core import SpecError, ToolDefinition
+from psych_core import SpecError, ToolDefinition, ToolFailureReason
 from psych_runtime.tools._context import ToolContext
 from psych_runtime.tools._wait import WaitFor
 
@@ -39,7 +39,21 @@ class InvalidArguments(ValueError):
 
 
 class ToolRaised(Exception):
-    """The tool function raised; the message is what the model and the log are told."""
+    """The call failed (the tool raised, a server answered 404, a program exited 1...).
+
+    The message is what the model and the log are told; `reason` is the recorded
+    `ToolFailureReason` (``error``, or ``timeout`` for a safe tool that ran out of time).
+    """
+
+    def __init__(self, message: str, *, reason: ToolFailureReason = "error") -> None:
+        self.reason: ToolFailureReason = reason
+        super().__init__(message)
+
+
+class ToolOutcomeUnknown(Exception):
+    """The call's effect may or may not have happened (a request to an unsafe tool that timed
+    out after it was sent, say): the call is settled ``unknown`` with this message as its
+    note, and the model is told to check before calling again."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+from pydantic import JsonValue
 
 from psych_core import (
     AgentSpec,
     AgentTool,
     CodeTool,
+    HttpTool,
+    Policy,
+    Sandbox,
+    SandboxRefused,
+    SandboxTool,
+    SandboxToolUnavailable,
+    Scope,
+    SecretResolver,
     SpecError,
     ToolDefinition,
     ToolNotRegistered,
@@ -17,25 +27,45 @@ from psych_core import (
 )
 from psych_runtime.tools._agent import agent_definition, agent_input
 from psych_runtime.tools._code import CodeFunction
+from psych_runtime.tools._context import ToolContext
+from psych_runtime.tools._http import EgressPolicy, HttpTools
+from psych_runtime.tools._sandboxed import SandboxCall, check_sandbox
+from psych_runtime.tools._wait import WaitFor
 
 ToolFunction = Callable[..., Any] | CodeFunction
 """A tool the app registers: a plain function (sync or async) or a described `CodeFunction`."""
 
 
+class ToolExecutor(Protocol):
+    """What runs one kind of tool: a code function, an http request, a sandboxed program."""
+
+    def definition(self, description: str | None = None) -> ToolDefinition:
+        """How the model is offered the tool."""
+        ...
+
+    def validate(self, arguments: str) -> dict[str, Any]:
+        """The model's arguments, parsed and validated; `InvalidArguments` says what is wrong."""
+        ...
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> JsonValue | WaitFor:
+        """Carry the call out; `ToolRaised` fails it, `ToolOutcomeUnknown` settles it."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ResolvedTool:
-    """A tool this run may call now: its reference in the spec and, for a code tool, the
-    registered function (None for tools the runtime runs itself, such as subagents)."""
+    """A tool this run may call now: its reference in the spec and what runs it (None for
+    tools the runtime runs itself: subagents)."""
 
     ref: ToolRef
-    function: CodeFunction | None = None
+    function: ToolExecutor | None = None
 
     def definition(self) -> ToolDefinition:
         """How the model is offered this tool."""
         if isinstance(self.ref, AgentTool):
             return agent_definition(self.ref)
         assert self.function is not None
-        return self.function.definition(self.ref.description)
+        return self.function.definition(self.ref.description or None)
 
     def validate(self, arguments: str) -> dict[str, Any]:
         """The call's arguments, parsed and validated; `InvalidArguments` says what is wrong."""
@@ -45,15 +75,32 @@ class ResolvedTool:
 
 
 class ToolRegistry:
-    """The tool functions a session or worker can run, by name."""
+    """What a session or worker can run: its code functions by name, its sandbox, and the
+    egress its http tools send through.
 
-    def __init__(self, tools: Iterable[ToolFunction] = ()) -> None:
+    Args:
+        tools: the code functions.
+        sandbox: where sandbox tools run; a spec with a sandbox tool is refused without one.
+        egress: which addresses http tools may reach (each tool only its own host).
+        secrets: where the secrets named in http tools' headers come from.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[ToolFunction] = (),
+        *,
+        sandbox: Sandbox | None = None,
+        egress: EgressPolicy | None = None,
+        secrets: SecretResolver | None = None,
+    ) -> None:
         self._functions: dict[str, CodeFunction] = {}
         for tool in tools:
             function = tool if isinstance(tool, CodeFunction) else CodeFunction.of(tool)
             if function.name in self._functions:
                 raise SpecError(f"two tools are registered under the name {function.name!r}")
             self._functions[function.name] = function
+        self.sandbox = sandbox
+        self._http = HttpTools(egress, secrets)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -61,27 +108,76 @@ class ToolRegistry:
         return tuple(sorted(self._functions))
 
     def missing(self, spec: AgentSpec) -> ToolNotRegistered | None:
-        """The first tool `spec` names that has no registered function, as an error."""
+        """The first tool `spec` names that this registry cannot run, as an error: a code tool
+        with no function, a sandbox tool with no sandbox (or one that refuses its terms)."""
         for ref in spec.tools:
-            if isinstance(ref, CodeTool) and ref.name not in self._functions:
-                return ToolNotRegistered(spec.name, ref.name, self.names)
-            if isinstance(ref, AgentTool):
-                missing = self.missing(ref.spec)
-                if missing is not None:
-                    return missing
+            match ref:
+                case CodeTool() if ref.name not in self._functions:
+                    return ToolNotRegistered(spec.name, ref.name, self.names)
+                case SandboxTool():
+                    problem = self._sandbox_problem(ref)
+                    if problem is not None:
+                        return SandboxToolUnavailable(spec.name, ref.name, problem)
+                case AgentTool():
+                    missing = self.missing(ref.spec)
+                    if missing is not None:
+                        return missing
+                case _:
+                    pass
         return None
 
-    def resolve(self, spec: AgentSpec) -> Mapping[str, ResolvedTool]:
-        """The tools a run of `spec` may call this turn: the spec's, where registered.
+    def _sandbox_problem(self, ref: SandboxTool) -> str | None:
+        if self.sandbox is None:
+            return (
+                "no sandbox was given: pass sandbox=... to the session or Worker "
+                "(SubprocessSandbox for limits only, NamespaceSandbox or DockerSandbox to isolate)"
+            )
+        try:
+            check_sandbox(ref, self.sandbox)
+        except SandboxRefused as refused:
+            return f"its sandbox cannot run it as it requires: {refused}"
+        return None
 
-        Resolved again before every model call; a call to any other tool is refused.
+    def resolve(
+        self,
+        spec: AgentSpec,
+        scope: Scope | None = None,
+        policy: Policy | None = None,
+        allowed: Collection[str] | None = None,
+    ) -> Mapping[str, ResolvedTool]:
+        """The tools a run of `spec` may call this turn, in the spec's order.
+
+        The spec's tools that this registry can run (a code tool needs its function, a
+        sandbox tool the sandbox), then only the names in `allowed` (a child run: the tools
+        its parent could use), then only those `policy.narrow` keeps for `scope`. Resolved
+        again before every model call; a call to any other tool is refused and never runs.
         """
-        resolved: dict[str, ResolvedTool] = {}
+        candidates: dict[str, ResolvedTool] = {}
         for ref in spec.tools:
-            if isinstance(ref, AgentTool):
-                resolved[ref.name] = ResolvedTool(ref)
+            if allowed is not None and ref.name not in allowed:
                 continue
-            function = self._functions.get(ref.name)
-            if function is not None:
-                resolved[ref.name] = ResolvedTool(ref, function)
-        return resolved
+            tool = self._bind(ref)
+            if tool is not None:
+                candidates[ref.name] = tool
+        if policy is None or scope is None or not candidates:
+            return candidates
+        kept = set(policy.narrow(scope, tuple(candidates)))
+        return {name: tool for name, tool in candidates.items() if name in kept}
+
+    def _bind(self, ref: ToolRef) -> ResolvedTool | None:
+        match ref:
+            case CodeTool():
+                function = self._functions.get(ref.name)
+                return ResolvedTool(ref, function) if function is not None else None
+            case HttpTool():
+                return ResolvedTool(ref, self._http.bind(ref))
+            case SandboxTool():
+                if self.sandbox is None:
+                    return None
+                return ResolvedTool(ref, SandboxCall(ref, self.sandbox))
+            case AgentTool():
+                return ResolvedTool(ref)
+
+    async def aclose(self) -> None:
+        """Close the connections the http tools opened."""
+        await self._http.aclose()

@@ -23,6 +23,15 @@ from psych_runtime.model.egress._redact import Redactor
 
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
+# Failures that happen before a request can reach the server: no connection was made.
+_NEVER_SENT = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.UnsupportedProtocol,
+    httpx.InvalidURL,
+)
+
 
 class EgressResponse:
     """The answer to a request sent through `Egress`.
@@ -66,6 +75,23 @@ class EgressResponse:
             raise self._fail(exc) from None
         self._body = b"".join(chunks)
         return self._body
+
+    async def read_prefix(self, limit: int) -> tuple[bytes, bool]:
+        """At most `limit` bytes of the body, and whether it is longer (the rest is not read).
+
+        For answers a caller shows in part (an http tool's response cut at its limit).
+        """
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in self._response.aiter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > limit:
+                    return b"".join(chunks)[:limit], True
+        except httpx.HTTPError as exc:
+            raise self._fail(exc) from None
+        return b"".join(chunks), False
 
     async def lines(self) -> AsyncIterator[str]:
         """The body line by line, as it arrives (for server-sent events)."""
@@ -199,7 +225,13 @@ class Egress:
                 self.redact(str(exc)), url=shown, host=exc.host, address=exc.address
             ) from None
         except EgressError as exc:
-            raise EgressError(self.redact(str(exc)), url=shown, retryable=exc.retryable) from None
+            raise EgressError(
+                self.redact(str(exc)),
+                url=shown,
+                retryable=exc.retryable,
+                sent=exc.sent,
+                timed_out=exc.timed_out,
+            ) from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise fail(exc) from None
         try:
@@ -265,13 +297,21 @@ class Egress:
                 httpx.PoolTimeout: "waiting for a free connection",
             }.get(type(exc), "")
             message = f"{method} {url}: timed out {what}".rstrip()
-            return EgressError(f"{message}; retry later or raise the timeout", url=url)
+            return EgressError(
+                f"{message}; retry later or raise the timeout",
+                url=url,
+                sent=not isinstance(exc, _NEVER_SENT),
+                timed_out=True,
+            )
         retryable = isinstance(exc, httpx.TransportError) and not isinstance(
             exc, httpx.UnsupportedProtocol
         )
         detail = self.redact(str(exc)) or type(exc).__name__
         return EgressError(
-            f"{method} {url}: {type(exc).__name__}: {detail}", url=url, retryable=retryable
+            f"{method} {url}: {type(exc).__name__}: {detail}",
+            url=url,
+            retryable=retryable,
+            sent=not isinstance(exc, _NEVER_SENT),
         )
 
 
@@ -345,9 +385,12 @@ class _GuardedTransport(httpx.AsyncBaseTransport):
             raise EgressError(
                 f"{shown}: cannot resolve host {host!r} ({exc}); check the name and the network",
                 url=shown,
+                sent=False,
             ) from None
         if not found:
-            raise EgressError(f"{shown}: host {host!r} resolves to no address", url=shown)
+            raise EgressError(
+                f"{shown}: host {host!r} resolves to no address", url=shown, sent=False
+            )
         return found
 
     def _pool(self, host: str) -> httpx.AsyncBaseTransport:

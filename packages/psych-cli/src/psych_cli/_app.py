@@ -1,0 +1,271 @@
+"""The `psych` command line: start a project, install the skills, look at runs.
+
+It never runs an agent: your code does. The runtime and the store adapters are imported only
+by the commands that need them, so `psych --help` and `psych new` start at once.
+"""
+
+import asyncio
+import importlib.metadata
+from collections.abc import Callable, Coroutine
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from psych_cli._exit import EXIT_CODES_HELP, CliError, ExitCode
+from psych_cli._new import Template, new_project
+from psych_cli._skills import bundled_skills, install_skills
+
+app = typer.Typer(
+    name="psych",
+    help="Psych Runtime's command line: start a project, give your coding agent the skills, "
+    "and look at runs in a store. It never runs an agent: your code does.",
+    epilog=EXIT_CODES_HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+skills_app = typer.Typer(
+    help="The library's skills: one per feature, for coding agents.",
+    no_args_is_help=True,
+    epilog=EXIT_CODES_HELP,
+)
+app.add_typer(skills_app, name="skills")
+
+# Lines are never wrapped or cut (soft_wrap): piped into a file or a pager they stay whole,
+# and tables get room for a full run id when the output is not a terminal.
+_out = Console(highlight=False, soft_wrap=True)
+if not _out.is_terminal:
+    _out = Console(highlight=False, soft_wrap=True, width=160)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class Status(StrEnum):
+    """A run's status, as `psych runs --status` takes it."""
+
+    queued = "queued"
+    running = "running"
+    waiting = "waiting"
+    completed = "completed"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+StoreOption = Annotated[
+    str,
+    typer.Option(
+        "--store",
+        "-s",
+        metavar="URL",
+        envvar="PSYCH_STORE",
+        show_envvar=True,
+        help="Where the runs are: sqlite:///relative.db, sqlite:////absolute.db, "
+        "postgresql://user:pw@host/db?schema=psych, mysql://user:pw@host/db, "
+        "dynamodb://TABLE?region=R&endpoint_url=URL.",
+    ),
+]
+TenantOption = Annotated[
+    str, typer.Option("--tenant", help="The tenant whose runs to read (Scope.tenant).")
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print JSON instead of tables, for programs.")
+]
+
+
+def _version(show: bool) -> None:
+    if show:
+        _out.print(f"psych {importlib.metadata.version('psych-cli')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Psych Runtime's command line."""
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def new(
+    name: Annotated[
+        Path,
+        typer.Argument(
+            metavar="NAME", help="The project's folder (created); its name names the project."
+        ),
+    ],
+    template: Annotated[
+        Template,
+        typer.Option(
+            "--template",
+            "-t",
+            help="basic: one agent run in-process (main.py). fastapi: a web app that admits "
+            "runs, a worker process, and tests.",
+        ),
+    ] = Template.basic,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Write into a folder that is not empty, replacing same-named files."
+        ),
+    ] = False,
+) -> None:
+    """Write a new project that you own, from a template."""
+
+    def run() -> ExitCode:
+        written = new_project(name, template, force=force)
+        _out.print(f"Created [bold]{escape(str(name))}[/] from the {template.value} template:")
+        for file in written.files:
+            note = " [yellow](replaced)[/]" if file in written.replaced else ""
+            _out.print(f"  {escape(file)}{note}")
+        _out.print()
+        _out.print("Next:")
+        _out.print(f"  cd {escape(str(name))}")
+        if template is Template.basic:
+            _out.print("  python main.py")
+        else:
+            _out.print('  pip install -e ".[dev]"', markup=False)
+            _out.print("  uvicorn app:app --reload    # and, in another terminal:")
+            _out.print("  python worker.py")
+            _out.print("  pytest")
+        _out.print("  psych skills install        # the skills, for your coding agent")
+        return ExitCode.OK
+
+    _finish(run)
+
+
+@skills_app.command("install", epilog=EXIT_CODES_HELP)
+def skills_install(
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DIRECTORY", help="The project to install them into.", show_default="."
+        ),
+    ] = Path(),
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace skill folders that differ from this version's."),
+    ] = False,
+) -> None:
+    """Copy the skills into DIRECTORY/.agents/skills/ (start with psych/SKILL.md)."""
+
+    def run() -> ExitCode:
+        installed = install_skills(directory, force=force)
+        total = len(installed.written) + len(installed.unchanged)
+        _out.print(f"{total} skills in {installed.folder}:")
+        if installed.written:
+            _out.print(f"  written: {', '.join(installed.written)}")
+        if installed.unchanged:
+            _out.print(f"  already up to date: {', '.join(installed.unchanged)}")
+        _out.print("Point your coding agent at .agents/skills/psych/SKILL.md first.")
+        return ExitCode.OK
+
+    _finish(run)
+
+
+@skills_app.command("list", epilog=EXIT_CODES_HELP)
+def skills_list() -> None:
+    """List the skills this version carries, with what each is for."""
+
+    def run() -> ExitCode:
+        for skill in bundled_skills():
+            _out.print(Text.assemble((skill.name, "bold cyan"), "  ", skill.description))
+        return ExitCode.OK
+
+    _finish(run)
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def inspect(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id.")],
+    store: StoreOption,
+    tenant: TenantOption = "default",
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", "-f", help="Show records as they land, until the run ends; then the report."
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+    blobs: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="The FileBlobStore folder, when the app offloads large record bodies to one.",
+        ),
+    ] = None,
+) -> None:
+    """Show a run: its status, the timeline of its records, and its report. Read-only.
+
+    Exits 1 when the run failed or was cancelled (with --follow: when it ends so).
+    """
+
+    def run() -> ExitCode:
+        from psych_cli._inspect import Target, inspect_run
+
+        return _async(
+            inspect_run(
+                Target(store, tenant, blobs), run_id, follow=follow, as_json=as_json, console=_out
+            )
+        )
+
+    _finish(run)
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def runs(
+    store: StoreOption,
+    tenant: TenantOption = "default",
+    status: Annotated[Status | None, typer.Option(help="Only runs in this status.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="At most this many runs.")] = 20,
+    cursor: Annotated[
+        str | None, typer.Option(help="Where the previous page ended (printed under it).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List a tenant's runs, newest first. Read-only."""
+
+    def run() -> ExitCode:
+        from psych_cli._inspect import Target, list_runs
+
+        return _async(
+            list_runs(
+                Target(store, tenant),
+                status=status.value if status else None,
+                limit=limit,
+                cursor=cursor,
+                as_json=as_json,
+                console=_out,
+            )
+        )
+
+    _finish(run)
+
+
+def _async(work: Coroutine[Any, Any, ExitCode]) -> ExitCode:
+    return asyncio.run(work)
+
+
+def _finish(run: Callable[[], ExitCode]) -> None:
+    """Run a command's body; report a `CliError` in one message, never a traceback."""
+    try:
+        code = run()
+    except CliError as error:
+        _err.print(Text.assemble(("error: ", "bold red"), error.message))
+        if error.hint:
+            _err.print(Text.assemble(("hint: ", "bold"), error.hint))
+        code = error.code
+    except KeyboardInterrupt:
+        _err.print("interrupted")
+        code = ExitCode.INTERRUPTED
+    raise typer.Exit(int(code))

@@ -1,0 +1,44 @@
+"""What the `psych` command's exit codes mean, and the error that carries one."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The exit codes of every `psych` command; `psych --help` lists them."""
+
+    OK = 0
+    """Done: for `inspect`, the run exists and has not failed or been cancelled."""
+    RUN_FAILED = 1
+    """The run failed or was cancelled, or there is no such run in the tenant."""
+    USAGE = 2
+    """The command line is wrong: an unknown option, a bad store URL, a folder that exists."""
+    STORE = 3
+    """The store cannot be used: its adapter is not installed, it cannot be reached, or it
+    holds no Psych schema."""
+    INTERRUPTED = 130
+    """Stopped with Ctrl-C."""
+
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 done; 1 the run failed, was cancelled or was not found; "
+    "2 usage error (bad option or store URL, folder exists); "
+    "3 store unusable (adapter not installed, unreachable, no Psych schema); 130 interrupted."
+)
+
+
+class CliError(Exception):
+    """A failure the command reports in one message and an exit code, without a traceback.
+
+    Attributes:
+        message: what went wrong, naming the run, store or file involved.
+        code: the exit code it ends the command with.
+        hint: what to do about it, when there is something to do.
+    """
+
+    def __init__(self, message: str, code: ExitCode, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.hint = hint

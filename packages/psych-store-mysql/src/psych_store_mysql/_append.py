@@ -1,0 +1,189 @@
+"""`append`: one multi-statement round trip that writes all of a batch or none of it.
+
+The batch is one ``COM_QUERY`` ending in ``COMMIT``::
+
+    START TRANSACTION;
+    UPDATE psych_runs SET <index columns>, next_seq = F + N,
+            inbox_last = LAST_INSERT_ID(inbox_last)     -- handed back in the OK packet
+        WHERE run_id = R AND attempt = A AND next_seq = F AND lease_owner IS NOT NULL
+          AND <not ended> [AND inbox_last <= SEEN];     -- the fence, the seq, the inbox
+    SET @psych_ok = ROW_COUNT();                        -- 1 when every check passed
+    INSERT INTO psych_records ... SELECT ... FROM DUAL WHERE @psych_ok = 1;   -- per record
+    <each notice, when @psych_ok = 1>
+    COMMIT
+
+The ``UPDATE`` takes the run row's lock and checks everything at once, on the row's latest
+committed version; every later write is conditioned on it, so a refused batch writes nothing
+(the ``COMMIT`` then commits an empty transaction). Its OK packet says whether it matched the
+row (the connection reports matched rows) and carries ``inbox_last`` as the statement's
+``LAST_INSERT_ID``, so the batch returns no result set at all: reading one costs more than
+the rest of the batch's answers together. No ``UPDATE ... RETURNING``, no writing CTE, no
+stored procedure: the SQL MySQL 8 and MariaDB 10.6 share.
+
+Only when the batch was refused does the store read again (a second round trip, on a fresh
+snapshot) to say why, in the contract's order; that read is also what recognises a re-sent
+batch (its ``batch_id`` and attempt at its first seq), which then succeeds without writing.
+A refusal is final: the run row only moves forward (attempts and seqs grow, an ended run
+stays ended, a lost lease comes back only with a new attempt), so what failed the ``UPDATE``
+still fails when the second read looks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psych_core import (
+    FINAL_STATUSES,
+    Batch,
+    Conflict,
+    InboxPending,
+    LeaseLost,
+    RecordTooLarge,
+    RunNotFound,
+    StoreError,
+    StoreLimits,
+)
+from psych_store_mysql._driver import Connection
+from psych_store_mysql._inbox import deliver
+from psych_store_mysql._literals import (
+    decode,
+    identifier,
+    integer,
+    optional_stamp,
+    text,
+)
+from psych_store_mysql._reads import NOT_FINAL
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A batch's records as JSON text, checked before anything is sent.
+
+    The problems are raised only after the fence check, because `LeaseLost` comes first.
+    """
+
+    texts: tuple[str, ...]
+    problem: StoreError | None
+
+
+def encode(run_id: str, batch: Batch, limits: StoreLimits) -> Encoded:
+    """Serialise the batch and find what is wrong with it, without touching the database."""
+    records = batch.records
+    first = records[0].seq if records else 0
+    for offset, record in enumerate(records):
+        if record.seq != first + offset or record.run_id != run_id:
+            shape = StoreError(
+                f"run {run_id}: batch {batch.batch_id} is not a contiguous run of this log "
+                f"(record {offset} has run {record.run_id}, seq {record.seq})"
+            )
+            return Encoded((), shape)
+    texts = tuple(record.model_dump_json() for record in records)
+    total = 0
+    for record, body in zip(records, texts, strict=True):
+        size = len(body.encode())
+        total += size
+        if size > limits.max_record_bytes:
+            too_large = RecordTooLarge(run_id, record.seq, size, limits.max_record_bytes, "record")
+            return Encoded((), too_large)
+    if len(texts) > limits.max_append_records:
+        count = RecordTooLarge(
+            run_id, first, len(texts), limits.max_append_records, "batch record count"
+        )
+        return Encoded((), count)
+    if total > limits.max_append_bytes:
+        return Encoded((), RecordTooLarge(run_id, first, total, limits.max_append_bytes, "batch"))
+    return Encoded(texts, None)
+
+
+def statements(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) -> str:
+    """The one round trip of a well-formed, non-empty batch (see the module docstring)."""
+    run = identifier(run_id, "run id")
+    first = batch.records[0].seq
+    index = batch.index
+    changes = [
+        f"status = {text(index.status)}",
+        f"waiting = {'NULL' if index.waiting is None else text(index.waiting)}",
+        f"next_seq = {integer(first + len(texts))}",
+        "updated_at = UTC_TIMESTAMP(6)",
+        "inbox_last = LAST_INSERT_ID(inbox_last)",
+    ]
+    checks = [
+        f"run_id = {run}",
+        f"attempt = {integer(attempt)}",
+        f"next_seq = {integer(first)}",
+        "lease_owner IS NOT NULL",
+        NOT_FINAL,
+    ]
+    if index.releases_lease:
+        due = optional_stamp(index.due_at, "due_at")
+        changes += ["lease_owner = NULL", "lease_expires_at = NULL", f"runnable_at = {due}"]
+        checks.append(f"inbox_last <= {integer(batch.inbox_seen)}")
+    if index.status == "waiting":
+        changes.append("claims = 0")
+    parts = [
+        "START TRANSACTION",
+        f"UPDATE psych_runs SET {', '.join(changes)} WHERE {' AND '.join(checks)}",
+        "SET @psych_ok = ROW_COUNT()",
+    ]
+    batch_id = identifier(batch.batch_id, "batch id")
+    for offset, body in enumerate(texts):
+        parts.append(
+            "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) "
+            f"SELECT {run}, {integer(first + offset)}, {integer(attempt)}, "
+            f"{batch_id if offset == 0 else 'NULL'}, {text(body)} FROM DUAL WHERE @psych_ok = 1"
+        )
+    for notice in batch.notify:
+        parts += deliver(notice.run_id, notice.key, notice.signal, only_if="@psych_ok = 1")
+    parts.append("COMMIT")
+    return ";\n".join(parts)
+
+
+async def append(
+    conn: Connection, run_id: str, attempt: int, batch: Batch, encoded: Encoded
+) -> int:
+    """Add a batch; see `Store.append` for the checks and their order. Returns inbox_last."""
+    if batch.records and encoded.problem is None:
+        update = (await conn.batch(statements(run_id, attempt, batch, encoded.texts)))[1]
+        if update.rowcount == 1:
+            return update.insert_id
+    return await explain(conn, run_id, attempt, batch, encoded)
+
+
+async def explain(
+    conn: Connection, run_id: str, attempt: int, batch: Batch, encoded: Encoded
+) -> int:
+    """Read the run again and raise what refused the batch, in the contract's order; or
+    return inbox_last when there is nothing to refuse (an empty or a re-sent batch)."""
+    run = identifier(run_id, "run id")
+    first = batch.records[0].seq if batch.records else 0
+    result = await conn.one(
+        "SELECT r.attempt, r.next_seq, r.status, r.lease_owner IS NOT NULL, r.inbox_last, "
+        "b.batch_id, b.attempt FROM psych_runs r LEFT JOIN psych_records b "
+        f"ON b.run_id = r.run_id AND b.seq = {integer(first)} WHERE r.run_id = {run}"
+    )
+    if not result.rows:
+        raise RunNotFound(run_id)
+    current, next_seq, status, leased, inbox_last, stored_batch, stored_attempt = result.rows[0]
+    if attempt != current:
+        raise LeaseLost(run_id, attempt, current)
+    if not batch.records:
+        return int(inbox_last)
+    if (
+        first < next_seq
+        and stored_batch is not None
+        and (decode(stored_batch), stored_attempt) == (batch.batch_id, attempt)
+    ):
+        return int(inbox_last)
+    if status in FINAL_STATUSES or not leased:
+        raise LeaseLost(run_id, attempt, current)
+    if first != next_seq:
+        raise Conflict(run_id, first)
+    if encoded.problem is not None:
+        raise encoded.problem
+    if batch.index.releases_lease and batch.inbox_seen < inbox_last:
+        raise InboxPending(run_id, batch.inbox_seen, inbox_last)
+    raise StoreError(
+        f"run {run_id}: the append of batch {batch.batch_id} (attempt {attempt}, seq {first}) "
+        "was not applied, and reading the run again shows no reason; it was written by "
+        "nothing, so it is safe to send again"
+    )

@@ -1,0 +1,215 @@
+"""The driver seam: aiomysql connections, typed, opened with the settings the store relies on.
+
+aiomysql ships no type information, so this is the one module that touches it; the rest of
+the store sees `Connection` and `Result`.
+
+Every connection runs with:
+
+- ``autocommit`` on: a statement outside ``START TRANSACTION ... COMMIT`` commits alone;
+- ``READ COMMITTED``: each statement reads what is committed when it starts, and locking
+  reads lock only the rows they return (no gap locks to deadlock on);
+- ``time_zone = '+00:00'``: ``DATETIME`` values are UTC, and so is ``NOW()``;
+- a ``sql_mode`` of our own: strict (a value that does not fit is an error, never
+  truncated), without ``NO_BACKSLASH_ESCAPES`` or ``ANSI_QUOTES`` (see `_literals`);
+- ``innodb_lock_wait_timeout``: how long a statement waits for a row lock;
+- ``utf8mb4``, and the ``FOUND_ROWS`` flag: an ``UPDATE`` reports the rows it matched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+import time
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import aiomysql  # type: ignore[import-untyped]
+from pymysql.constants import CLIENT  # type: ignore[import-untyped]
+
+SQL_MODE = (
+    "STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,"
+    "NO_ENGINE_SUBSTITUTION"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Where the server is and how to talk to it; the password never appears in `repr`."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+    unix_socket: str | None = None
+    connect_timeout: float = 10.0
+    lock_wait_timeout: int = 10
+    ssl: ssl.SSLContext | None = None
+
+    def __repr__(self) -> str:
+        return f"mysql://{self.user}@{self.where}"
+
+    @property
+    def where(self) -> str:
+        """``host:port/database`` (or the socket), for messages."""
+        if self.unix_socket:
+            return f"{self.unix_socket}/{self.database}"
+        return f"{self.host}:{self.port}/{self.database}"
+
+
+class Result(NamedTuple):
+    """One statement's outcome: the rows it matched (or returned), the rows it returned, and
+    the ``LAST_INSERT_ID(expr)`` it set (0 when none)."""
+
+    rowcount: int
+    rows: tuple[tuple[Any, ...], ...]
+    insert_id: int = 0
+
+
+class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
+    """aiomysql's cursor, without its ``SHOW WARNINGS`` round trip after a statement that
+    left notes (``CREATE TABLE IF NOT EXISTS`` on a table that exists, for one): the
+    store's SQL runs in strict mode, where what matters is an error, not a note."""
+
+    async def _show_warnings(self, conn: Any) -> None:
+        return None
+
+
+class Connection:
+    """One server session.
+
+    Attributes:
+        sent: whether a statement was sent since `reset_sent` (so its effect is unknown
+            when the answer is lost).
+        last_used: `time.monotonic` of the last statement.
+    """
+
+    __slots__ = ("_max_packet", "_raw", "last_used", "sent")
+
+    def __init__(self, raw: Any, max_packet: int) -> None:
+        self._raw = raw
+        self._max_packet = max_packet
+        self.sent = False
+        self.last_used = time.monotonic()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the socket is closed."""
+        return bool(self._raw.closed)
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the server says a transaction is open on this session."""
+        return bool(self._raw.get_transaction_status())
+
+    @property
+    def server_version(self) -> str:
+        """The version string the server announced."""
+        return str(self._raw.get_server_info())
+
+    def looks_broken(self) -> bool:
+        """Whether the server already closed this idle connection (restarted, or timed out).
+
+        A pooled connection is checked before reuse, so a server restart costs no call an
+        error. It reads aiomysql's stream reader; if that ever changes, the answer is
+        "not broken" and the first statement finds out instead.
+        """
+        reader = getattr(self._raw, "_reader", None)
+        if reader is None:
+            return True
+        try:
+            return bool(
+                reader.at_eof() or reader.exception() or getattr(reader, "eof_received", False)
+            )
+        except Exception:
+            return False
+
+    def set_max_packet(self, max_packet: int) -> None:
+        """The server's ``max_allowed_packet``: no statement longer than it is sent."""
+        self._max_packet = max_packet
+
+    async def batch(self, sql: str) -> list[Result]:
+        """Send `sql` (one or more statements separated by ``;``) in one round trip and read
+        every statement's result, in order.
+
+        The server runs the statements in order and stops at the first error, which is raised
+        here after the results before it were read; a transaction the batch opened is then
+        still open, and the caller must roll it back or close the connection.
+        """
+        if 4 * len(sql) >= self._max_packet:  # a character is at most 4 bytes of UTF-8
+            size = len(sql.encode())
+            if size >= self._max_packet:
+                raise PacketTooLarge(size, self._max_packet)
+        cursor = await self._raw.cursor()
+        self.sent = True
+        self.last_used = time.monotonic()
+        try:
+            await cursor.execute(sql)
+            results = [await _result(cursor)]
+            while await cursor.nextset():
+                results.append(await _result(cursor))
+        finally:
+            await cursor.close()
+        return results
+
+    async def one(self, sql: str) -> Result:
+        """Send one statement and return its result."""
+        return (await self.batch(sql))[-1]
+
+    def close(self) -> None:
+        """Close the socket at once (the server rolls back what the session left open)."""
+        self._raw.close()
+
+    async def quit(self) -> None:
+        """Say goodbye to the server, then close."""
+        try:
+            await self._raw.ensure_closed()
+        except Exception:
+            self._raw.close()
+
+
+async def _result(cursor: Any) -> Result:
+    rows = tuple(await cursor.fetchall())
+    return Result(int(cursor.rowcount), rows, int(cursor.lastrowid or 0))
+
+
+class PacketTooLarge(Exception):
+    """A statement longer than the server's ``max_allowed_packet``: never sent."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(f"a statement of {size} bytes is over max_allowed_packet ({limit})")
+
+
+async def connect(settings: Settings, max_packet: int) -> Connection:
+    """Open a connection with the session settings in force."""
+    init = (
+        "SET SESSION time_zone = '+00:00', "
+        f"SESSION sql_mode = '{SQL_MODE}', "
+        f"SESSION innodb_lock_wait_timeout = {int(settings.lock_wait_timeout)}; "
+        "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+    )
+    raw = await aiomysql.connect(
+        host=settings.host,
+        port=settings.port,
+        user=settings.user,
+        password=settings.password,
+        db=settings.database,
+        unix_socket=settings.unix_socket,
+        charset="utf8mb4",
+        autocommit=True,
+        init_command=init,
+        connect_timeout=settings.connect_timeout,
+        client_flag=CLIENT.FOUND_ROWS,
+        cursorclass=_QuietCursor,
+        ssl=settings.ssl,
+        program_name="psych-store-mysql",
+    )
+    return Connection(raw, max_packet)
+
+
+def close_quietly(connection: Connection) -> None:
+    """Close a connection from a finalizer, where its event loop may be closed already."""
+    with contextlib.suppress(RuntimeError):  # a closed loop cannot schedule the cleanup
+        connection.close()

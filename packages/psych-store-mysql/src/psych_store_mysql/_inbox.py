@@ -1,0 +1,116 @@
+"""The inbox: `signal`, the notices an append writes into other runs' inboxes, `signals`, `due`.
+
+An entry is numbered by incrementing its run row's ``inbox_last`` in the same transaction, so
+numbers follow commit order, and a waiting run is woken (``runnable_at`` := at once) by the
+same statement. The run row is locked first, by a statement of its own: the key check that
+follows then starts after every earlier writer of this inbox has committed, so it sees their
+keys (under ``READ COMMITTED`` each statement reads what was committed when it started).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from psych_core import (
+    FINAL_STATUSES,
+    DuplicateSignal,
+    InboxEntry,
+    RunFinished,
+    RunNotFound,
+    RunRow,
+    Signal,
+)
+from psych_store_mysql._driver import Connection
+from psych_store_mysql._literals import (
+    NEVER_BEFORE_SQL,
+    decode,
+    digest,
+    from_stamp,
+    identifier,
+    integer,
+    signal_key,
+    stamp,
+    text,
+)
+from psych_store_mysql._reads import NOT_FINAL, RUN_COLUMNS, run_row
+
+
+def deliver(run_id: str, key: str, signal: Signal, *, only_if: str = "TRUE") -> list[str]:
+    """The statements that add one entry to `run_id`'s inbox, when `only_if` holds, the run
+    has not ended and `key` is unused; otherwise they write nothing (and fail nothing).
+
+    They leave ``@psych_delivered`` at 1 when the entry was added, else 0.
+    """
+    target = identifier(run_id, "run id")
+    hashed = digest(key)
+    return [
+        f"SELECT run_id FROM psych_runs WHERE run_id = {target} AND {only_if} FOR UPDATE",
+        "UPDATE psych_runs SET inbox_last = inbox_last + 1, "
+        f"runnable_at = IF(status = 'waiting', {NEVER_BEFORE_SQL}, runnable_at) "
+        f"WHERE run_id = {target} AND {only_if} AND {NOT_FINAL} AND NOT EXISTS "
+        f"(SELECT 1 FROM psych_inbox WHERE run_id = {target} AND key_hash = {hashed})",
+        "SET @psych_delivered = ROW_COUNT()",
+        "INSERT INTO psych_inbox (run_id, number, key_hash, signal_key, body, created_at) "
+        f"SELECT run_id, inbox_last, {hashed}, {signal_key(key, run_id)}, "
+        f"{text(signal.model_dump_json())}, UTC_TIMESTAMP(6) "
+        f"FROM psych_runs WHERE run_id = {target} AND @psych_delivered = 1",
+    ]
+
+
+async def signal(conn: Connection, tenant: str, run_id: str, body: Signal, key: str) -> int:
+    """Add a signal to the run's inbox in one round trip; see `Store.signal`."""
+    target = identifier(run_id, "run id")
+    tenant_literal = identifier(tenant, "tenant")
+    statements = [
+        "START TRANSACTION",
+        *deliver(run_id, key, body, only_if=f"tenant = {tenant_literal}"),
+        "SELECT @psych_delivered, tenant, status, inbox_last, EXISTS (SELECT 1 FROM "
+        f"psych_inbox WHERE run_id = {target} AND key_hash = {digest(key)}) "
+        f"FROM psych_runs WHERE run_id = {target}",
+        "COMMIT",
+    ]
+    results = await conn.batch(";\n".join(statements))
+    rows = results[-2].rows
+    if not rows:
+        raise RunNotFound(run_id)
+    delivered, owner, status, inbox_last, taken = rows[0]
+    if delivered == 1:
+        return int(inbox_last)
+    if decode(owner) != tenant:
+        raise RunNotFound(run_id)
+    if status in FINAL_STATUSES:
+        raise RunFinished(run_id, status)
+    if taken:
+        raise DuplicateSignal(run_id, key)
+    raise RunNotFound(run_id)  # not reached: one of the checks above failed the update
+
+
+async def signals(conn: Connection, run_id: str, after: int) -> list[InboxEntry]:
+    """The run's inbox entries numbered above `after`, in number order."""
+    result = await conn.one(
+        "SELECT number, signal_key, body, created_at FROM psych_inbox WHERE run_id = "
+        f"{identifier(run_id, 'run id')} AND number > {integer(after)} ORDER BY number"
+    )
+    return [
+        InboxEntry.model_validate(
+            {
+                "run_id": run_id,
+                "number": int(number),
+                "key": decode(key),
+                "signal": json.loads(body),
+                "at": from_stamp(at),
+            }
+        )
+        for number, key, body, at in result.rows
+    ]
+
+
+async def due(conn: Connection, now: dt.datetime, limit: int) -> list[RunRow]:
+    """Waiting runs of every tenant claimable at `now`, oldest ``runnable_at`` first."""
+    result = await conn.one(
+        f"SELECT {RUN_COLUMNS} FROM psych_runs FORCE INDEX (psych_runs_runnable) "
+        f"WHERE runnable_at <= {stamp(now, 'now')} AND status = 'waiting' "
+        f"ORDER BY runnable_at, n LIMIT {integer(max(limit, 0))}"
+    )
+    return [run_row(row) for row in result.rows]

@@ -1,0 +1,193 @@
+"""Claims and leases: `claim`, `renew`, `release`, timed by the server's clock.
+
+A claim is one transaction of two round trips. The first takes the oldest claimable run::
+
+    START TRANSACTION;
+    SELECT ..., UTC_TIMESTAMP(6) FROM psych_runs FORCE INDEX (psych_runs_runnable)
+        WHERE runnable_at <= UTC_TIMESTAMP(6) AND <not ended>
+        ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED
+
+so claimers never wait for each other: a row another claimer holds is skipped. The second
+writes the ``AttemptStarted`` record (its body is built here, from the server's time) and the
+new lease, and commits. Leases are the server's time plus the ttl: every host compares them
+with the same clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from psych_core import (
+    AttemptStarted,
+    Claim,
+    LeaseLost,
+    Record,
+    RenewResult,
+    RunFailed,
+    RunNotFound,
+)
+from psych_store_mysql._driver import Connection
+from psych_store_mysql._literals import (
+    NEVER_BEFORE_SQL,
+    decode,
+    from_stamp,
+    identifier,
+    integer,
+    optional_stamp,
+    stamp,
+    text,
+)
+from psych_store_mysql._reads import NOT_FINAL
+
+_CANDIDATE = "run_id, tenant, attempt, next_seq, claims, UTC_TIMESTAMP(6)"
+_ONE_MICROSECOND = dt.timedelta(microseconds=1)
+
+
+def ttl_micros(ttl: dt.timedelta) -> int:
+    """A lease duration in microseconds; it must be positive."""
+    if ttl <= dt.timedelta(0):
+        raise ValueError(f"a lease ttl must be positive, not {ttl}")
+    return ttl // _ONE_MICROSECOND
+
+
+def _take(run_id: str | None) -> str:
+    """The locking read of the next claimable run (or of `run_id` when it is claimable)."""
+    if run_id is None:
+        return (
+            f"SELECT {_CANDIDATE} FROM psych_runs FORCE INDEX (psych_runs_runnable) "
+            f"WHERE runnable_at <= UTC_TIMESTAMP(6) AND {NOT_FINAL} "
+            "ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED"
+        )
+    return (
+        f"SELECT {_CANDIDATE} FROM psych_runs WHERE run_id = {identifier(run_id, 'run id')} "
+        f"AND runnable_at <= UTC_TIMESTAMP(6) AND {NOT_FINAL} FOR UPDATE SKIP LOCKED"
+    )
+
+
+def _insert_record(record: Record) -> str:
+    return (
+        "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) VALUES ("
+        f"{identifier(record.run_id, 'run id')}, {integer(record.seq)}, "
+        f"{integer(record.attempt)}, NULL, {text(record.model_dump_json())})"
+    )
+
+
+async def claim(
+    conn: Connection, worker_id: str, ttl: dt.timedelta, run_id: str | None, max_attempts: int
+) -> Claim | None:
+    """Take the oldest claimable run (or only `run_id`); see `Store.claim`."""
+    lease = dt.timedelta(microseconds=ttl_micros(ttl))
+    identifier(worker_id, "worker id")  # refused before anything is sent
+    rows = (await conn.batch(f"START TRANSACTION;\n{_take(run_id)}"))[-1].rows
+    while rows:
+        found, tenant, attempts, next_seq, claims, now = rows[0]
+        found, at = decode(found), from_stamp(now)
+        if claims < max_attempts:
+            return await _start(
+                conn, found, decode(tenant), attempts + 1, next_seq, worker_id, at, lease
+            )
+        failed = Record(
+            run_id=found,
+            seq=next_seq,
+            attempt=attempts,
+            at=at,
+            body=RunFailed(
+                reason="attempts_exhausted",
+                error=attempts_exhausted_message(found, claims, max_attempts),
+            ),
+        )
+        exhaust = (
+            f"{_insert_record(failed)};\n"
+            "UPDATE psych_runs SET status = 'failed', waiting = NULL, lease_owner = NULL, "
+            f"lease_expires_at = NULL, runnable_at = NULL, next_seq = {integer(next_seq + 1)}, "
+            f"updated_at = {stamp(at, 'now')} WHERE run_id = {identifier(found, 'run id')}"
+        )
+        if run_id is not None:
+            await conn.batch(f"{exhaust};\nCOMMIT")
+            return None
+        rows = (await conn.batch(f"{exhaust};\n{_take(None)}"))[-1].rows
+    await conn.one("COMMIT")
+    return None
+
+
+async def _start(
+    conn: Connection,
+    run_id: str,
+    tenant: str,
+    attempt: int,
+    seq: int,
+    worker_id: str,
+    now: dt.datetime,
+    lease: dt.timedelta,
+) -> Claim:
+    record = Record(
+        run_id=run_id,
+        seq=seq,
+        attempt=attempt,
+        at=now,
+        body=AttemptStarted(worker_id=worker_id),
+    )
+    expires = now + lease
+    until = stamp(expires, "lease expiry")
+    await conn.batch(
+        f"{_insert_record(record)};\n"
+        f"UPDATE psych_runs SET attempt = {integer(attempt)}, status = 'running', "
+        f"waiting = NULL, lease_owner = {identifier(worker_id, 'worker id')}, "
+        f"lease_expires_at = {until}, "
+        f"runnable_at = {until}, next_seq = {integer(seq + 1)}, claims = claims + 1, "
+        f"updated_at = {stamp(now, 'now')} WHERE run_id = {identifier(run_id, 'run id')};\n"
+        "COMMIT"
+    )
+    return Claim(run_id, tenant, attempt, expires, record)
+
+
+def attempts_exhausted_message(run_id: str, claims: int, max_attempts: int) -> str:
+    """The error of the `RunFailed` a claim writes for a run out of attempts."""
+    return (
+        f"run {run_id} was claimed {claims} times without finishing (max_attempts="
+        f"{max_attempts}); each attempt stopped (a crash, or a lease that expired) before the "
+        "run ended. Read its log to see where the attempts stopped, fix the cause, and "
+        "dispatch the request again."
+    )
+
+
+async def renew(conn: Connection, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
+    """Extend the current attempt's lease to the server's now + `ttl`, in one round trip."""
+    run = identifier(run_id, "run id")
+    until = f"UTC_TIMESTAMP(6) + INTERVAL {ttl_micros(ttl)} MICROSECOND"
+    results = await conn.batch(
+        "START TRANSACTION;\n"
+        f"UPDATE psych_runs SET lease_expires_at = {until}, runnable_at = {until} "
+        f"WHERE run_id = {run} AND attempt = {integer(attempt)} AND lease_owner IS NOT NULL;\n"
+        "SELECT attempt, lease_owner IS NOT NULL, lease_expires_at, inbox_last "
+        f"FROM psych_runs WHERE run_id = {run};\n"
+        "COMMIT"
+    )
+    renewed, rows = results[1].rowcount, results[2].rows
+    if not rows:
+        raise RunNotFound(run_id)
+    current, leased, expires, inbox_last = rows[0]
+    if renewed != 1 or current != attempt or not leased:
+        raise LeaseLost(run_id, attempt, current)
+    return RenewResult(from_stamp(expires), int(inbox_last))
+
+
+async def release(
+    conn: Connection, run_id: str, attempt: int, runnable_at: dt.datetime | None
+) -> None:
+    """Give up the current attempt's lease; claimable again at `runnable_at` (None: now)."""
+    run = identifier(run_id, "run id")
+    at = NEVER_BEFORE_SQL if runnable_at is None else optional_stamp(runnable_at, "runnable_at")
+    results = await conn.batch(
+        "START TRANSACTION;\n"
+        f"UPDATE psych_runs SET lease_owner = NULL, lease_expires_at = NULL, runnable_at = {at}, "
+        "status = 'queued', waiting = NULL, updated_at = UTC_TIMESTAMP(6) "
+        f"WHERE run_id = {run} AND attempt = {integer(attempt)} AND lease_owner IS NOT NULL;\n"
+        f"SELECT attempt FROM psych_runs WHERE run_id = {run};\n"
+        "COMMIT"
+    )
+    released, rows = results[1].rowcount, results[2].rows
+    if not rows:
+        raise RunNotFound(run_id)
+    if released != 1:
+        raise LeaseLost(run_id, attempt, rows[0][0])

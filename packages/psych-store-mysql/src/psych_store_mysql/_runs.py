@@ -1,0 +1,139 @@
+"""Runs as a whole: `create_run` (one round trip), `delete_run` (one round trip), specs."""
+
+from __future__ import annotations
+
+from pymysql import err  # type: ignore[import-untyped]
+
+from psych_core import (
+    Conflict,
+    IdempotencyConflict,
+    NewRun,
+    Record,
+    RecordTooLarge,
+    StoreError,
+    StoreLimits,
+)
+from psych_store_mysql._driver import Connection
+from psych_store_mysql._failures import errno_of
+from psych_store_mysql._literals import (
+    NEVER_BEFORE_SQL,
+    decode,
+    digest,
+    identifier,
+    integer,
+    optional_identifier,
+    text,
+)
+
+_DUPLICATE_KEY = 1062
+
+
+def check_first(run: NewRun, first: Record, body: str, limits: StoreLimits) -> StoreError | None:
+    """What is wrong with a run's record 0, found before anything is sent."""
+    if first.seq != 0 or first.run_id != run.run_id:
+        return StoreError(
+            f"run {run.run_id}: the first record must be seq 0 of this run, not seq "
+            f"{first.seq} of run {first.run_id}"
+        )
+    size = len(body.encode())
+    if size > limits.max_record_bytes:
+        return RecordTooLarge(run.run_id, 0, size, limits.max_record_bytes, "record")
+    return None
+
+
+async def create_run(
+    conn: Connection,
+    run: NewRun,
+    first: Record,
+    body: str,
+    problem: StoreError | None,
+    *,
+    maybe_applied: bool,
+) -> tuple[str, bool]:
+    """Insert the run row and record 0 in one round trip; see `Store.create_run`.
+
+    Args:
+        problem: what `check_first` found; raised unless the key or the run id decides first.
+        maybe_applied: an earlier try's answer was lost, so a run with this id and this exact
+            record 0 is that try's, and this call succeeded.
+    """
+    key = None if run.idempotency_key is None else digest(run.idempotency_key)
+    if problem is None:
+        run_id = identifier(run.run_id, "run id")
+        try:
+            await conn.batch(
+                "START TRANSACTION;\n"
+                "INSERT INTO psych_runs (run_id, tenant, agent, spec_version, status, "
+                "parent_run_id, runnable_at, next_seq, idempotency_key_hash, request_hash, "
+                f"created_at, updated_at) VALUES ({run_id}, {identifier(run.tenant, 'tenant')}, "
+                f"{identifier(run.agent, 'agent name')}, "
+                f"{identifier(run.spec_version, 'spec version')}, 'queued', "
+                f"{optional_identifier(run.parent_run_id, 'parent run id')}, {NEVER_BEFORE_SQL}, "
+                f"1, {key or 'NULL'}, {optional_identifier(run.request_hash, 'request hash')}, "
+                "UTC_TIMESTAMP(6), UTC_TIMESTAMP(6));\n"
+                "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) VALUES "
+                f"({run_id}, 0, {integer(first.attempt)}, NULL, {text(body)});\n"
+                "COMMIT"
+            )
+        except err.IntegrityError as exc:
+            if errno_of(exc) != _DUPLICATE_KEY:
+                raise
+            await conn.one("ROLLBACK")
+        else:
+            return run.run_id, True
+    # A key or a run id is taken (or the record is refused): say which decides.
+    if key is not None:
+        held = await conn.one(
+            "SELECT run_id, request_hash FROM psych_runs WHERE tenant = "
+            f"{identifier(run.tenant, 'tenant')} AND idempotency_key_hash = {key}"
+        )
+        if held.rows:
+            existing, request_hash = decode(held.rows[0][0]), held.rows[0][1]
+            if maybe_applied and existing == run.run_id and await _is_ours(conn, run, body):
+                return run.run_id, True
+            if (None if request_hash is None else decode(request_hash)) != run.request_hash:
+                raise IdempotencyConflict(run.idempotency_key or "", existing)
+            return existing, False
+    taken = await conn.one(
+        f"SELECT 1 FROM psych_runs WHERE run_id = {identifier(run.run_id, 'run id')}"
+    )
+    if taken.rows:
+        if maybe_applied and await _is_ours(conn, run, body):
+            return run.run_id, True
+        raise Conflict(run.run_id, 0)
+    if problem is not None:
+        raise problem
+    raise Conflict(run.run_id, 0)  # a key or id taken by a run deleted since: ask again
+
+
+async def _is_ours(conn: Connection, run: NewRun, body: str) -> bool:
+    """Whether the run's record 0 is exactly `body`: an earlier try of this call wrote it."""
+    stored = await conn.one(
+        "SELECT body FROM psych_records WHERE run_id = "
+        f"{identifier(run.run_id, 'run id')} AND seq = 0"
+    )
+    return bool(stored.rows) and stored.rows[0][0] == body
+
+
+async def delete_run(conn: Connection, tenant: str, run_id: str) -> bool:
+    """Delete the run row, its records and its inbox in one transaction (one round trip)."""
+    run = identifier(run_id, "run id")
+    results = await conn.batch(
+        "START TRANSACTION;\n"
+        f"DELETE FROM psych_runs WHERE run_id = {run} AND tenant = "
+        f"{identifier(tenant, 'tenant')};\n"
+        "SET @psych_deleted = ROW_COUNT();\n"
+        f"DELETE FROM psych_records WHERE run_id = {run} AND @psych_deleted = 1;\n"
+        f"DELETE FROM psych_inbox WHERE run_id = {run} AND @psych_deleted = 1;\n"
+        "COMMIT"
+    )
+    return results[1].rowcount == 1
+
+
+async def put_spec(conn: Connection, version: str, spec_json: str) -> None:
+    """Keep the spec under its version; a version already stored keeps its first JSON."""
+    literal = identifier(version, "spec version")
+    await conn.one(
+        f"INSERT INTO psych_specs (version, spec_json) VALUES ({literal}, {text(spec_json)}) "
+        "ON DUPLICATE KEY UPDATE version = version"
+    )

@@ -1,0 +1,140 @@
+"""Leases: the claim that starts an attempt, the heartbeat that renews it, the release.
+
+Each runs inside `write_transaction` (``BEGIN IMMEDIATE``) on the writer lane. The host's clock
+is read after the write lock is held, so lease times follow commit order.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from psych_core import AttemptStarted, Claim, LeaseLost, Record, RunFailed, RunNotFound
+from psych_store_sqlite._append import INSERT_RECORD
+from psych_store_sqlite._reads import FINAL, NOT_FINAL
+from psych_store_sqlite._time import NEVER_BEFORE_MICROS, from_micros, now_micros
+
+_CANDIDATE = "SELECT run_id, tenant, attempt, next_seq, claims FROM psych_runs WHERE "
+
+# The oldest claimable run, on the partial index over runnable_at (n, the rowid, breaks ties).
+_OLDEST = f"{_CANDIDATE}runnable_at <= ? AND {NOT_FINAL} ORDER BY runnable_at, n LIMIT 1"
+_ONE = f"{_CANDIDATE}run_id = ? AND runnable_at <= ? AND {NOT_FINAL}"
+
+_START = (
+    "UPDATE psych_runs SET attempt = ?, status = 'running', waiting = NULL, lease_owner = ?, "
+    "lease_expires_at = ?, runnable_at = ?, next_seq = ?, updated_at = ?, claims = claims + 1 "
+    "WHERE run_id = ?"
+)
+_EXHAUST = (
+    "UPDATE psych_runs SET status = 'failed', waiting = NULL, lease_owner = NULL, "
+    "lease_expires_at = NULL, runnable_at = NULL, next_seq = ?, updated_at = ? WHERE run_id = ?"
+)
+
+
+def claim(
+    conn: sqlite3.Connection, worker_id: str, ttl: int, run_id: str | None, max_attempts: int
+) -> Claim | None:
+    """Take the oldest claimable run (or only `run_id`); see `Store.claim`."""
+    now = now_micros()
+    while True:
+        if run_id is None:
+            row = conn.execute(_OLDEST, (now, *FINAL)).fetchone()
+        else:
+            row = conn.execute(_ONE, (run_id, now, *FINAL)).fetchone()
+        if row is None:
+            return None
+        found, tenant, attempt, seq, claims = row
+        if claims >= max_attempts:
+            _exhaust(conn, found, attempt, claims, seq, max_attempts, now)
+            if run_id is not None:
+                return None
+            continue
+        return _start(conn, found, tenant, attempt + 1, seq, worker_id, now, now + ttl)
+
+
+def _start(
+    conn: sqlite3.Connection,
+    run_id: str,
+    tenant: str,
+    attempt: int,
+    seq: int,
+    worker_id: str,
+    now: int,
+    expires: int,
+) -> Claim:
+    record = Record(
+        run_id=run_id,
+        seq=seq,
+        attempt=attempt,
+        at=from_micros(now),
+        body=AttemptStarted(worker_id=worker_id),
+    )
+    conn.execute(INSERT_RECORD, (run_id, seq, attempt, None, record.model_dump_json()))
+    conn.execute(_START, (attempt, worker_id, expires, expires, seq + 1, now, run_id))
+    return Claim(run_id, tenant, attempt, from_micros(expires), record)
+
+
+def _exhaust(
+    conn: sqlite3.Connection,
+    run_id: str,
+    attempt: int,
+    claims: int,
+    seq: int,
+    max_attempts: int,
+    now: int,
+) -> None:
+    record = Record(
+        run_id=run_id,
+        seq=seq,
+        attempt=attempt,
+        at=from_micros(now),
+        body=RunFailed(
+            reason="attempts_exhausted",
+            error=attempts_exhausted_message(run_id, claims, max_attempts),
+        ),
+    )
+    conn.execute(INSERT_RECORD, (run_id, seq, attempt, None, record.model_dump_json()))
+    conn.execute(_EXHAUST, (seq + 1, now, run_id))
+
+
+def attempts_exhausted_message(run_id: str, attempts: int, max_attempts: int) -> str:
+    """The error of the `RunFailed` a claim writes for a run out of attempts."""
+    return (
+        f"run {run_id} was claimed {attempts} times without finishing (max_attempts="
+        f"{max_attempts}); each attempt stopped (a crash, or a lease that expired) before the "
+        "run ended. Read its log to see where the attempts stopped, fix the cause, and "
+        "dispatch the request again."
+    )
+
+
+def renew(conn: sqlite3.Connection, run_id: str, attempt: int, ttl: int) -> tuple[int, int]:
+    """Extend the current attempt's lease; returns (expiry, inbox_last)."""
+    inbox_last = _check_lease(conn, run_id, attempt)
+    expires = now_micros() + ttl
+    conn.execute(
+        "UPDATE psych_runs SET lease_expires_at = ?, runnable_at = ? WHERE run_id = ?",
+        (expires, expires, run_id),
+    )
+    return expires, inbox_last
+
+
+def release(conn: sqlite3.Connection, run_id: str, attempt: int, runnable_at: int | None) -> None:
+    """Give up the current attempt's lease; claimable again at `runnable_at` (None: now)."""
+    _check_lease(conn, run_id, attempt)
+    conn.execute(
+        "UPDATE psych_runs SET lease_owner = NULL, lease_expires_at = NULL, runnable_at = ?, "
+        "status = 'queued', waiting = NULL, updated_at = ? WHERE run_id = ?",
+        (NEVER_BEFORE_MICROS if runnable_at is None else runnable_at, now_micros(), run_id),
+    )
+
+
+def _check_lease(conn: sqlite3.Connection, run_id: str, attempt: int) -> int:
+    """The run's inbox_last, when `attempt` holds the lease; else why it does not."""
+    row = conn.execute(
+        "SELECT attempt, lease_owner, inbox_last FROM psych_runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if row is None:
+        raise RunNotFound(run_id)
+    current, owner, inbox_last = row
+    if attempt != current or owner is None:
+        raise LeaseLost(run_id, attempt, current)
+    return int(inbox_last)
