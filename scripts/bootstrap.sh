@@ -3,6 +3,11 @@
 
 export UV_PYTHON_DOWNLOADS=never
 export UV_NO_PROGRESS=1
+# Verify PyPI with the machine's certificate store (it may hold a proxy's authority).
+export UV_NATIVE_TLS=1
+if [ -z "${SSL_CERT_FILE:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+    export SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+fi
 
 psych_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
