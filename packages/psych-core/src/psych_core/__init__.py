@@ -87,6 +87,7 @@ from psych_core._records import (
     ToolCallStarted,
     ToolCallWaiting,
     ToolFailureReason,
+    attempts_exhausted,
 )
 from psych_core._report import (
     Report,
@@ -244,6 +245,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolCallWaiting",
     "ToolFailureReason",
+    "attempts_exhausted",
     # reducer
     "FINAL_STATUSES",
     "UNKNOWN_OUTCOME",

@@ -213,6 +213,20 @@ class RunFailed(_Body):
     error: str
 
 
+def attempts_exhausted(run_id: str, claims: int, max_attempts: int) -> RunFailed:
+    """The `RunFailed` a store's claim writes for a run claimed `max_attempts` times since it
+    last suspended: every store writes the same record, so the message is defined once."""
+    return RunFailed(
+        reason="attempts_exhausted",
+        error=(
+            f"run {run_id} was claimed {claims} times without finishing (max_attempts="
+            f"{max_attempts}); each attempt stopped (a crash, or a lease that expired) before the "
+            "run ended. Read its log to see where the attempts stopped, fix the cause, and "
+            "dispatch the request again."
+        ),
+    )
+
+
 class RunCancelled(_Body):
     """The run was cancelled."""
 

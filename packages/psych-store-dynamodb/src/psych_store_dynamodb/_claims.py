@@ -19,8 +19,8 @@ from psych_core import (
     LeaseLost,
     Record,
     RenewResult,
-    RunFailed,
     RunNotFound,
+    attempts_exhausted,
 )
 from psych_store_dynamodb._client import ConditionFailed
 from psych_store_dynamodb._expr import Update
@@ -33,16 +33,6 @@ _CANDIDATES = 8
 
 _ROUNDS = 3
 """How often a claim reads the index again after losing every candidate to other claimers."""
-
-
-def attempts_exhausted_message(run_id: str, attempts: int, max_attempts: int) -> str:
-    """The error of the `RunFailed` a claim writes for a run out of attempts."""
-    return (
-        f"run {run_id} was claimed {attempts} times without finishing (max_attempts="
-        f"{max_attempts}); each attempt stopped (a crash, or a lease that expired) before the "
-        "run ended. Read its log to see where the attempts stopped, fix the cause, and "
-        "dispatch the request again."
-    )
 
 
 def _claimable(row: Row | None, now: dt.datetime) -> bool:
@@ -153,10 +143,7 @@ async def _exhaust(table: Table, row: Row, max_attempts: int, now: dt.datetime) 
         seq=run.next_seq,
         attempt=run.attempt,
         at=now,
-        body=RunFailed(
-            reason="attempts_exhausted",
-            error=attempts_exhausted_message(run.run_id, run.claims, max_attempts),
-        ),
+        body=attempts_exhausted(run.run_id, run.claims, max_attempts),
     )
     update = Update()
     update.set("status", s("failed"))

@@ -23,8 +23,8 @@ from psych_core import (
     LeaseLost,
     Record,
     RenewResult,
-    RunFailed,
     RunNotFound,
+    attempts_exhausted,
 )
 from psych_store_mysql._driver import Connection
 from psych_store_mysql._literals import (
@@ -91,10 +91,7 @@ async def claim(
             seq=next_seq,
             attempt=attempts,
             at=at,
-            body=RunFailed(
-                reason="attempts_exhausted",
-                error=attempts_exhausted_message(found, claims, max_attempts),
-            ),
+            body=attempts_exhausted(found, claims, max_attempts),
         )
         exhaust = (
             f"{_insert_record(failed)};\n"
@@ -139,16 +136,6 @@ async def _start(
         "COMMIT"
     )
     return Claim(run_id, tenant, attempt, expires, record)
-
-
-def attempts_exhausted_message(run_id: str, claims: int, max_attempts: int) -> str:
-    """The error of the `RunFailed` a claim writes for a run out of attempts."""
-    return (
-        f"run {run_id} was claimed {claims} times without finishing (max_attempts="
-        f"{max_attempts}); each attempt stopped (a crash, or a lease that expired) before the "
-        "run ended. Read its log to see where the attempts stopped, fix the cause, and "
-        "dispatch the request again."
-    )
 
 
 async def renew(conn: Connection, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:

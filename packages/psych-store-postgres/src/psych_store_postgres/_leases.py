@@ -18,24 +18,14 @@ from psych_core import (
     LeaseLost,
     Record,
     RenewResult,
-    RunFailed,
     RunNotFound,
+    attempts_exhausted,
 )
 from psych_store_postgres._connections import Connection
 from psych_store_postgres._errors import ClaimUnknown, NotCommitted, lost
 from psych_store_postgres._log import record_json
 from psych_store_postgres._rows import aware
 from psych_store_postgres._sql import Sql
-
-
-def attempts_exhausted_message(run_id: str, attempts: int, max_attempts: int) -> str:
-    """The error of the `RunFailed` a claim writes for a run out of attempts."""
-    return (
-        f"run {run_id} was claimed {attempts} times without finishing (max_attempts="
-        f"{max_attempts}); each attempt stopped (a crash, or a lease that expired) before the "
-        "run ended. Read its log to see where the attempts stopped, fix the cause, and "
-        "dispatch the request again."
-    )
 
 
 async def claim(
@@ -100,10 +90,7 @@ async def _take(
                 seq=seq,
                 attempt=row["attempt"],
                 at=now,
-                body=RunFailed(
-                    reason="attempts_exhausted",
-                    error=attempts_exhausted_message(found, row["claims"], max_attempts),
-                ),
+                body=attempts_exhausted(found, row["claims"], max_attempts),
             )
             await conn.execute(
                 sql.claim_exhaust, found, row["attempt"], seq, now, record_json(failed)

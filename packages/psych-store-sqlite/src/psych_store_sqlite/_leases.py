@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from psych_core import AttemptStarted, Claim, LeaseLost, Record, RunFailed, RunNotFound
+from psych_core import (
+    AttemptStarted,
+    Claim,
+    LeaseLost,
+    Record,
+    RunNotFound,
+    attempts_exhausted,
+)
 from psych_store_sqlite._append import INSERT_RECORD
 from psych_store_sqlite._reads import FINAL, NOT_FINAL
 from psych_store_sqlite._time import NEVER_BEFORE_MICROS, from_micros, now_micros
@@ -87,23 +94,10 @@ def _exhaust(
         seq=seq,
         attempt=attempt,
         at=from_micros(now),
-        body=RunFailed(
-            reason="attempts_exhausted",
-            error=attempts_exhausted_message(run_id, claims, max_attempts),
-        ),
+        body=attempts_exhausted(run_id, claims, max_attempts),
     )
     conn.execute(INSERT_RECORD, (run_id, seq, attempt, None, record.model_dump_json()))
     conn.execute(_EXHAUST, (seq + 1, now, run_id))
-
-
-def attempts_exhausted_message(run_id: str, attempts: int, max_attempts: int) -> str:
-    """The error of the `RunFailed` a claim writes for a run out of attempts."""
-    return (
-        f"run {run_id} was claimed {attempts} times without finishing (max_attempts="
-        f"{max_attempts}); each attempt stopped (a crash, or a lease that expired) before the "
-        "run ended. Read its log to see where the attempts stopped, fix the cause, and "
-        "dispatch the request again."
-    )
 
 
 def renew(conn: sqlite3.Connection, run_id: str, attempt: int, ttl: int) -> tuple[int, int]:

@@ -23,11 +23,11 @@ from psych_core import (
     LeaseLost,
     Record,
     RecordTooLarge,
-    RunFailed,
     RunFinished,
     RunNotFound,
     Signal,
     StoreError,
+    attempts_exhausted,
 )
 from psych_core.ports import (
     AppendResult,
@@ -49,16 +49,6 @@ NEVER_BEFORE = dt.datetime.min.replace(tzinfo=dt.UTC)
 
 def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-def attempts_exhausted_message(run_id: str, attempts: int, max_attempts: int) -> str:
-    """The error of the `RunFailed` a claim writes for a run out of attempts."""
-    return (
-        f"run {run_id} was claimed {attempts} times without finishing (max_attempts="
-        f"{max_attempts}); each attempt stopped (a crash, or a lease that expired) before the "
-        "run ended. Read its log to see where the attempts stopped, fix the cause, and "
-        "dispatch the request again."
-    )
 
 
 @dataclass
@@ -285,10 +275,7 @@ class MemoryStore(Store):
             seq=row.next_seq,
             attempt=row.attempt,
             at=now,
-            body=RunFailed(
-                reason="attempts_exhausted",
-                error=attempts_exhausted_message(row.run_id, row.claims, max_attempts),
-            ),
+            body=attempts_exhausted(row.run_id, row.claims, max_attempts),
         )
         run.log.append(record.model_dump_json())
         run.row = replace(
