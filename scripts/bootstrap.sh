@@ -4,7 +4,7 @@
 export UV_PYTHON_DOWNLOADS=never
 export UV_NO_PROGRESS=1
 # Verify PyPI with the machine's certificate store (it may hold a proxy's authority).
-export UV_NATIVE_TLS=1
+export UV_SYSTEM_CERTS=1
 if [ -z "${SSL_CERT_FILE:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
     export SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 fi
