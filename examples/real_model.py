@@ -53,7 +53,12 @@ async def main() -> None:
 
             totals = (await psych_runtime.report(s.store, view.run_id)).totals
             sources = ", ".join(f"{n} {source}" for source, n in totals.usage_sources.items())
-            cost = totals.cost or f"unknown ({totals.unpriced_calls} calls unpriced)"
+            unknown = (
+                f"unknown ({totals.unpriced_calls} calls unpriced)"
+                if totals.unpriced_calls
+                else f"none (no model call answered; {totals.failed_calls} failed)"
+            )
+            cost = totals.cost or unknown
             print(f"Usage: {totals.usage} ({sources or 'no answer'}). Cost: {cost}.")
     finally:
         if isinstance(model, OpenAIChatClient):

@@ -2,7 +2,8 @@
 
 Each test queues the replies the server gives, in order (`ChatServer.reply`), and reads back
 what it was sent (`ChatServer.requests`). Replies are plain JSON, server-sent event streams
-(finished, cut short cleanly, or aborted mid-body), or raw bytes, with any status and headers.
+(finished, cut short cleanly, or aborted mid-body), or raw bytes, with any status and headers;
+or a reply that never ends, dripping keep-alive bytes until the client hangs up.
 The server fills in ``model`` from the request wherever a reply leaves it out, so a test can
 tell which model was asked.
 """
@@ -37,6 +38,9 @@ class Scripted:
     done: bool = True  # end an event stream with [DONE]
     abort: bool = False  # drop the connection after the body pieces, mid-response
     delay: float = 0.0  # seconds before answering
+    # Seconds between keep-alive bytes sent after the events (a comment line) or instead of
+    # the JSON body (a space, which JSON allows), until the client hangs up: never done.
+    drip: float = 0.0
 
 
 @dataclass
@@ -96,7 +100,11 @@ class ChatServer:
             await asyncio.sleep(scripted.delay)
         model = body.get("model", "")
         if scripted.events is not None:
-            await self._stream(send, scripted, model)
+            await self._stream(send, receive, scripted, model)
+            return
+        if scripted.drip:
+            await _start(send, scripted.status, {"content-type": "application/json"})
+            await _drip(send, receive, b" ", scripted.drip)
             return
         if scripted.json is not None:
             payload = json.dumps({"model": model, **scripted.json}).encode()
@@ -108,15 +116,9 @@ class ChatServer:
             send, scripted.status, {"content-type": content_type, **scripted.headers}, payload
         )
 
-    async def _stream(self, send: Any, scripted: Scripted, model: str) -> None:
+    async def _stream(self, send: Any, receive: Any, scripted: Scripted, model: str) -> None:
         headers = {"content-type": "text/event-stream", **scripted.headers}
-        await send(
-            {
-                "type": "http.response.start",
-                "status": scripted.status,
-                "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
-            }
-        )
+        await _start(send, scripted.status, headers)
         assert scripted.events is not None
         for event in scripted.events:
             if isinstance(event, str) and event.startswith(":"):
@@ -128,11 +130,14 @@ class ChatServer:
             await send({"type": "http.response.body", "body": body, "more_body": True})
         if scripted.abort:
             return  # uvicorn drops the connection: the response never completes
+        if scripted.drip:
+            await _drip(send, receive, b": keep-alive\n\n", scripted.drip)
+            return
         tail = b"data: [DONE]\n\n" if scripted.done else b""
         await send({"type": "http.response.body", "body": tail, "more_body": False})
 
 
-async def _send(send: Any, status: int, headers: dict[str, str], body: bytes) -> None:
+async def _start(send: Any, status: int, headers: dict[str, str]) -> None:
     await send(
         {
             "type": "http.response.start",
@@ -140,7 +145,34 @@ async def _send(send: Any, status: int, headers: dict[str, str], body: bytes) ->
             "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
         }
     )
+
+
+async def _send(send: Any, status: int, headers: dict[str, str], body: bytes) -> None:
+    await _start(send, status, headers)
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _drip(send: Any, receive: Any, keep_alive: bytes, every: float) -> None:
+    """Send `keep_alive` every `every` seconds until the client hangs up (at most 10 minutes,
+    so a client that never gives up cannot keep the server's thread alive forever)."""
+    gone = asyncio.Event()
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        for _ in range(int(600 / every)):
+            await send({"type": "http.response.body", "body": keep_alive, "more_body": True})
+            try:
+                await asyncio.wait_for(gone.wait(), every)
+                return
+            except TimeoutError:
+                pass
+    finally:
+        watcher.cancel()
 
 
 @contextmanager

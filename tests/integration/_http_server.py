@@ -2,8 +2,9 @@
 
 Routes answer from the request: ``/orders/<id>`` echoes the path, query, headers and body it
 was sent as JSON; ``/status/<code>`` answers that status with a body; ``/bytes/<n>`` answers
-``n`` bytes of text; ``/slow/<seconds>`` answers after a delay; ``/drop`` closes the connection
-without answering. Every request is kept in `requests`.
+``n`` bytes of text; ``/slow/<seconds>`` answers after a delay; ``/drip/<seconds>`` starts an
+answer and sends one byte of it every that many seconds, never finishing, until the client
+hangs up; ``/drop`` closes the connection without answering. Every request is kept in `requests`.
 """
 
 from __future__ import annotations
@@ -89,11 +90,28 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
             elif route == "slow":
                 time.sleep(float(segments[2]))
                 self._answer(200, b'"late"')
+            elif route == "drip":
+                self._drip(float(segments[2]))
             elif route == "drop":
                 self.close_connection = True
                 self.connection.close()
             else:
                 self._answer(404, b"no such route", "text/plain")
+
+        def _drip(self, every: float) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", str(10**9))  # a body that is never all sent
+            self.end_headers()
+            deadline = time.monotonic() + 600  # never outlive a client that never gives up
+            try:
+                while time.monotonic() < deadline:
+                    self.wfile.write(b".")
+                    self.wfile.flush()
+                    time.sleep(every)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 

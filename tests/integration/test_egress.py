@@ -10,6 +10,7 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
@@ -274,3 +275,195 @@ async def test_a_response_over_the_size_limit_is_refused() -> None:
         with pytest.raises(EgressError, match="longer than 1 bytes") as failed:
             await egress.request("GET", "http://93.184.216.34/", max_response_bytes=1)
     assert not failed.value.retryable
+
+
+# -- IPv6 forms that carry an IPv4 address ------------------------------------------------------
+
+# Each family, carrying a private, a loopback and a link-local IPv4 address.
+SIXTOFOUR = {"private": "2002:a00:1::1", "loopback": "2002:7f00:1::1", "link": "2002:a9fe:a9fe::1"}
+NAT64 = {"private": "64:ff9b::a00:1", "loopback": "64:ff9b::7f00:1", "link": "64:ff9b::a9fe:a9fe"}
+# Teredo: server 65.54.227.120, client (stored inverted) 10.0.0.1 / 127.0.0.1 / 169.254.169.254.
+TEREDO = {
+    "private": "2001:0:4136:e378:8000:63bf:f5ff:fffe",
+    "loopback": "2001:0:4136:e378:8000:63bf:80ff:fffe",
+    "link": "2001:0:4136:e378:8000:63bf:5601:5601",
+}
+WHAT = {
+    "private": "a private address",
+    "loopback": "a loopback address",
+    "link": "a link-local address",
+}
+
+
+@pytest.mark.parametrize("family", ["6to4", "NAT64", "Teredo"])
+@pytest.mark.parametrize("kind", ["private", "loopback", "link"])
+async def test_ipv6_forms_carrying_a_refused_ipv4_address_are_refused_like_it(
+    family: str, kind: str
+) -> None:
+    address = {"6to4": SIXTOFOUR, "NAT64": NAT64, "Teredo": TEREDO}[family][kind]
+    transport = Recorder()
+    async with Egress(transport=transport) as egress:
+        with pytest.raises(EgressRefused) as refused:
+            await egress.request("GET", f"http://[{address}]/")
+    assert transport.seen == []
+    assert f"{WHAT[kind]} ({family} for " in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "2002:808:808::1",  # 6to4 for 8.8.8.8
+        "64:ff9b::808:808",  # NAT64 (DNS64 answers this for IPv4-only hosts) for 8.8.8.8
+        "2001:0:4136:e378:8000:63bf:f7f7:f7f7",  # Teredo, client 8.8.8.8
+        "::ffff:8.8.8.8",
+    ],
+)
+async def test_ipv6_forms_carrying_a_public_ipv4_address_go_out(address: str) -> None:
+    transport = Recorder()
+    async with Egress(transport=transport) as egress:
+        assert (await egress.request("GET", f"http://[{address}]/")).status == 200
+    assert len(transport.seen) == 1
+
+
+async def test_allowing_private_networks_does_not_open_loopback_through_an_ipv6_form() -> None:
+    transport = Recorder()
+    async with Egress(EgressPolicy(allow_private=True), transport=transport) as egress:
+        for family in (SIXTOFOUR, NAT64, TEREDO):
+            assert (await egress.request("GET", f"http://[{family['private']}]/")).status == 200
+            with pytest.raises(EgressRefused, match="a loopback address"):
+                await egress.request("GET", f"http://[{family['loopback']}]/")
+            with pytest.raises(EgressRefused, match="a link-local address"):
+                await egress.request("GET", f"http://[{family['link']}]/")
+    assert len(transport.seen) == 3
+
+
+async def test_the_ipv4_form_or_the_ipv6_one_may_be_allowed_by_network() -> None:
+    transport = Recorder()
+    policy = EgressPolicy(allow_networks=("169.254.169.254/32", "64:ff9b::7f00:1/128"))
+    async with Egress(policy, transport=transport) as egress:
+        for address in (SIXTOFOUR["link"], NAT64["link"], NAT64["loopback"]):
+            assert (await egress.request("GET", f"http://[{address}]/")).status == 200
+        with pytest.raises(EgressRefused):
+            await egress.request("GET", f"http://[{SIXTOFOUR['loopback']}]/")
+    assert len(transport.seen) == 3
+
+
+async def test_site_local_addresses_are_private() -> None:
+    transport = Recorder()
+    async with Egress(transport=transport) as egress:
+        with pytest.raises(EgressRefused, match="a private address; allow it with"):
+            await egress.request("GET", "http://[fec0::1]/")
+    assert transport.seen == []
+    async with Egress(EgressPolicy(allow_private=True), transport=transport) as egress:
+        assert (await egress.request("GET", "http://[fec0::1]/")).status == 200
+
+
+async def test_local_use_nat64_is_refused_unless_its_prefix_is_allowed() -> None:
+    # 64:ff9b:1::/48 may carry the IPv4 address at any of several places: it cannot be read.
+    transport = Recorder()
+    async with Egress(EgressPolicy(allow_private=True), transport=transport) as egress:
+        with pytest.raises(EgressRefused, match="a local-use NAT64 address") as refused:
+            await egress.request("GET", "http://[64:ff9b:1::808:808]/")
+    assert "allow_networks=('64:ff9b:1::/48',)" in str(refused.value)
+    assert transport.seen == []
+    policy = EgressPolicy(allow_networks=("64:ff9b:1::/48",))
+    async with Egress(policy, transport=transport) as egress:
+        assert (await egress.request("GET", "http://[64:ff9b:1::808:808]/")).status == 200
+
+
+# -- bounded in all ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def dripping() -> AsyncIterator[int]:
+    """A server on 127.0.0.1 that answers 200 and then sends one byte every 0.1 s, for ever."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 1000000000\r\n\r\n")
+        try:
+            for _ in range(6000):  # ten minutes at most, whoever is listening
+                writer.write(b":")
+                await writer.drain()
+                await asyncio.sleep(0.1)
+        except ConnectionError:
+            pass
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    async with server:
+        yield server.sockets[0].getsockname()[1]
+
+
+async def test_a_server_that_keeps_dripping_is_cut_off_at_the_total_timeout(
+    dripping: int,
+) -> None:
+    url = f"http://127.0.0.1:{dripping}/v1"
+    async with asyncio.timeout(20):  # the test's own bound: the egress must end sooner
+        async with Egress(EgressPolicy(allow_loopback=True), total_timeout=0.5) as egress:
+            with pytest.raises(EgressError) as whole:
+                await egress.request("GET", url)
+            with pytest.raises(EgressError) as lines:
+                await read_all(egress, url, total_timeout=0.3)
+    assert whole.value.timed_out and whole.value.retryable
+    assert f"GET {url}: no whole response within the total timeout of 0.5 s" in str(whole.value)
+    assert "within the total timeout of 0.3 s" in str(lines.value)
+
+
+async def read_all(egress: Egress, url: str, **options: Any) -> list[str]:
+    """Every line of the body, read inside the `stream` block."""
+    async with egress.stream("GET", url, **options) as response:
+        return [line async for line in response.lines()]
+
+
+async def test_a_timeout_of_the_callers_own_inside_a_stream_is_left_alone() -> None:
+    async with Egress(transport=Recorder()) as egress:
+        with pytest.raises(TimeoutError):
+            async with egress.stream("GET", "http://93.184.216.34/"):
+                raise TimeoutError("the caller's")
+
+
+def test_a_total_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="total_timeout must be a positive number"):
+        Egress(total_timeout=0)
+
+
+# -- bodies read line by line --------------------------------------------------------------------
+
+
+class Chunks(httpx.MockTransport):
+    """A transport whose answers are these body chunks, sent one by one."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        async def body() -> AsyncIterator[bytes]:
+            for piece in chunks:
+                yield piece
+
+        super().__init__(lambda request: httpx.Response(200, content=body()))
+
+
+async def read_lines(transport: httpx.MockTransport, limit: int | None = None) -> list[str]:
+    async with (
+        Egress(transport=transport) as egress,
+        egress.stream("GET", "http://93.184.216.34/") as response,
+    ):
+        if limit is None:
+            return [line async for line in response.lines()]
+        return [line async for line in response.lines(limit)]
+
+
+async def test_lines_split_on_every_ending_even_across_chunks() -> None:
+    chunks = Chunks(b"data: a\r", b"\ndata: \xc3", b"\xa9\r\r\n", b"\n", b"x\ry\nlast")
+    assert await read_lines(chunks) == ["data: a", "data: é", "", "", "x", "y", "last"]
+    assert await read_lines(Chunks(b"one\r")) == ["one"]
+    assert await read_lines(Chunks(b"")) == []
+
+
+async def test_a_body_read_line_by_line_has_the_same_cap_as_a_whole_one() -> None:
+    with pytest.raises(EgressError, match="longer than 10 bytes") as capped:
+        await read_lines(Chunks(b"data: 1\n\n", b"data: 2\n\n"), limit=10)
+    assert not capped.value.retryable
+    # One endless line is counted as it comes, not once it ends.
+    with pytest.raises(EgressError, match="longer than 10 bytes"):
+        await read_lines(Chunks(*[b"x" * 4] * 4), limit=10)
+    assert await read_lines(Chunks(b"data: 1\n\n"), limit=10) == ["data: 1", ""]

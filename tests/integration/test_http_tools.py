@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,8 @@ from psych_runtime import (
     Worker,
 )
 from psych_runtime.testing.fake_model import FakeModel, ScriptedCall
+from psych_runtime.tools import ToolContext, ToolOutcomeUnknown, ToolRaised
+from psych_runtime.tools._http import HttpTools
 from tests.integration._http_server import Server, serve
 
 SECRET = "tok-live-9f8e7d6c5b4a3f2e"
@@ -80,18 +83,18 @@ async def test_path_and_query_parameters_are_filled_in_and_encoded(server: Serve
     report, _log, _model = await run_calls(
         (tool,),
         [
-            ("get_order", {"order_id": "A/1?x", "expand": "lines & notes", "limit": 5}),
+            ("get_order", {"order_id": "A 1?x#y", "expand": "lines & notes", "limit": 5}),
             ("get_order", {"order_id": "B2"}),
         ],
     )
     first, second = report.tool_calls
     assert first.outcome == "succeeded"
     assert isinstance(first.result, dict)
-    # "/" and "?" stay inside the one path segment; the query keeps its literal pair.
-    assert first.result["path"] == "/orders/A%2F1%3Fx"
+    # " ", "?" and "#" stay inside the one path segment; the query keeps its literal pair.
+    assert first.result["path"] == "/orders/A%201%3Fx%23y"
     assert first.result["query"] == {"expand": ["lines & notes"], "limit": ["5"], "v": ["2"]}
     # The two calls run at once, so the server may see them in either order.
-    assert "/orders/A%2F1%3Fx" in [request.path for request in server.requests]
+    assert "/orders/A%201%3Fx%23y" in [request.path for request in server.requests]
     # Optional query arguments left out drop their pairs; literal pairs stay.
     assert isinstance(second.result, dict)
     assert second.result["query"] == {"v": ["2"]}
@@ -239,6 +242,73 @@ async def test_invalid_arguments_are_refused_before_anything_is_sent(server: Ser
     for problem in ("order_id: does not match", "limit: more than the maximum 50", "extra:"):
         assert problem in call.error
     assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [".", "..", "", "a/b", "a\\b", "%2e%2e", "%2F", "%252e%252E", "..%2f..%2fadmin"],
+)
+async def test_a_path_argument_that_is_not_one_segment_is_refused_and_nothing_is_sent(
+    server: Server, value: str
+) -> None:
+    # /users/{id}/profile with id=".." would be /profile: a path argument fills exactly one
+    # segment, and servers decode %2F and resolve %2E%2E, so such values are refused.
+    tool = HttpTool(name="profile", url=f"{server.base}/orders/{{id}}/profile")
+    report, _log, model = await run_calls((tool,), [("profile", {"id": value})])
+    call = only(report)
+    assert (call.outcome, call.reason) == ("failed", "invalid_arguments")
+    assert call.error is not None and f"id: {value!r} " in call.error
+    assert "path" in call.error
+    assert server.requests == []
+    shown = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert "id: " in shown[0].content, "the model is told what to fix"
+
+
+async def test_placeholders_that_together_make_a_dot_segment_are_refused(server: Server) -> None:
+    tool = HttpTool(name="file", url=f"{server.base}/orders/{{name}}{{ext}}")
+    report, _log, _model = await run_calls((tool,), [("file", {"name": ".", "ext": "."})])
+    call = only(report)
+    assert (call.outcome, call.reason) == ("failed", "invalid_arguments")
+    assert call.error is not None and "into '..'" in call.error
+    assert server.requests == []
+
+
+async def test_dots_inside_one_segment_are_fine(server: Server) -> None:
+    tool = HttpTool(name="get", url=f"{server.base}/orders/{{id}}", safe_to_retry=True)
+    report, _log, _model = await run_calls(
+        (tool,), [("get", {"id": "v1.2"}), ("get", {"id": "...x"})]
+    )
+    assert [call.outcome for call in report.tool_calls] == ["succeeded", "succeeded"]
+    assert sorted(request.path for request in server.requests) == ["/orders/...x", "/orders/v1.2"]
+
+
+@pytest.mark.parametrize("safe", [True, False])
+async def test_a_server_that_drips_for_ever_is_cut_off_at_the_total_timeout(
+    server: Server, safe: bool
+) -> None:
+    # No HttpTool.timeout: each byte resets the read timeout, the total one still ends it.
+    tool = HttpTool(name="drip", url=f"{server.base}/drip/{{every}}", safe_to_retry=safe)
+    tools = HttpTools(LOOPBACK, total_timeout=0.5)
+    call = tools.bind(tool)
+    context = ToolContext(
+        run_id="run-1",
+        call_id="1.0",
+        tool="drip",
+        attempt=1,
+        idempotency_key="run-1:1.0",
+        scope=Scope(tenant="t"),
+    )
+    try:
+        async with asyncio.timeout(20):  # the test's own bound: the tool must end far sooner
+            with pytest.raises((ToolRaised, ToolOutcomeUnknown)) as ended:
+                await call.invoke(call.validate('{"every": "0.1"}'), context)
+    finally:
+        await tools.aclose()
+    assert "no whole response within the total timeout of 0.5 s" in str(ended.value)
+    if safe:
+        assert isinstance(ended.value, ToolRaised) and ended.value.reason == "timeout"
+    else:
+        assert isinstance(ended.value, ToolOutcomeUnknown), "it may have reached the server"
 
 
 @pytest.mark.parametrize(

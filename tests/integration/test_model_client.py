@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -314,6 +315,19 @@ async def test_a_retry_after_longer_than_allowed_moves_on_to_the_fallback(
     assert server.models_asked == ["gpt-test", "gpt-other"]
 
 
+async def test_a_gateways_retry_after_for_the_provider_behind_it_is_honoured(
+    server: ChatServer, make_client: MakeClient
+) -> None:
+    # LiteLLM passes an upstream provider's Retry-After on only as llm_provider-retry-after.
+    server.reply(
+        error(429, "upstream rate limited", {"llm_provider-retry-after": "3600"}),
+        completion("ok"),
+    )
+    response = await make_client(max_retry_after=5).complete(ask(fallbacks=("gpt-other",)))
+    assert response.model == "gpt-other"
+    assert server.models_asked == ["gpt-test", "gpt-other"]
+
+
 async def test_500_three_times_then_the_fallback_serves(
     server: ChatServer, make_client: MakeClient
 ) -> None:
@@ -393,6 +407,58 @@ async def test_a_reply_slower_than_the_timeout_fails_the_attempt(
     [failure] = response.failures
     assert "timed out waiting for the response" in failure.reason
     assert failure.retryable
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_server_that_drips_keep_alives_for_ever_is_cut_off_at_the_total_timeout(
+    server: ChatServer, make_client: MakeClient, stream: bool
+) -> None:
+    # Each keep-alive (a comment line, or a space before the JSON) resets the read timeout.
+    dripping = Scripted(events=[chunk({"content": "Hel"})] if stream else None, drip=0.3)
+    server.reply(dripping, dripping)
+    client = make_client(stream=stream, timeout=5, total_timeout=1, max_attempts=2)
+    async with asyncio.timeout(30):  # the test's own bound: the client must end far sooner
+        with pytest.raises(ModelError) as caught:
+            await client.complete(ask())
+    assert len(caught.value.failures) == 2
+    for failure in caught.value.failures:
+        assert failure.retryable
+        assert f"POST {server.base_url}/chat/completions: no whole response within the " in (
+            failure.reason
+        )
+        assert "total timeout of 1 s" in failure.reason
+    assert "last: gpt-test: POST" in str(caught.value)
+
+
+async def test_a_streamed_answer_has_the_same_size_cap_as_a_whole_one(
+    server: ChatServer, make_client: MakeClient
+) -> None:
+    # 33 MiB of events: past the 32 MiB a whole answer may have.
+    megabyte = chunk({"content": "x" * (1024 * 1024)})
+    server.reply(
+        Scripted(events=[megabyte] * 33),
+        Scripted(events=[chunk({"content": "from B"}, finish="stop")]),
+    )
+    response = await make_client(stream=True).complete(ask("model-a", fallbacks=("model-b",)))
+    assert response.text == "from B"
+    [failure] = response.failures
+    assert (failure.model, failure.retryable) == ("model-a", False)
+    assert f"the response is longer than {32 * 1024 * 1024} bytes" in failure.reason
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_max_response_bytes_caps_whole_and_streamed_answers_alike(
+    server: ChatServer, make_client: MakeClient, stream: bool
+) -> None:
+    big = "x" * 10_000
+    server.reply(
+        Scripted(events=[chunk({"content": big}, finish="stop")]) if stream else completion(big)
+    )
+    with pytest.raises(ModelError) as caught:
+        await make_client(stream=stream, max_response_bytes=4096).complete(ask())
+    [failure] = caught.value.failures
+    assert "the response is longer than 4096 bytes" in failure.reason
+    assert not failure.retryable
 
 
 # -- replies that cannot be used: recorded, readable, never a crash -----------------------------

@@ -11,6 +11,7 @@ from psych_core import (
     CallModel,
     Complete,
     Fail,
+    RejectOutput,
     RetryCalls,
     RunCalls,
     RunState,
@@ -26,6 +27,7 @@ from psych_runtime import (
     CodeTool,
     ModelCallFinished,
     ModelRef,
+    OutputRejected,
     Record,
     RunAdmitted,
     RunCompleted,
@@ -47,6 +49,21 @@ SPEC = AgentSpec(
     tools=(CodeTool(name="safe", safe_to_retry=True), CodeTool(name="unsafe")),
     max_turns=6,
 )
+
+STRUCTURED_SPEC = SPEC.model_copy(
+    update={
+        "name": "sim-structured",
+        "output_type": {
+            "type": "object",
+            "properties": {"ok": {"type": "boolean"}},
+            "required": ["ok"],
+        },
+    }
+)
+"""`SPEC` with an output type, so answers can be rejected and asked for again."""
+
+ANSWERS = ['{"ok": true}', '{"ok": "yes"}', "{}", "not json", "", "[1]"]
+"""Final answers for `STRUCTURED_SPEC`: one valid, the rest rejected for different reasons."""
 
 
 def simulate(data: st.DataObject, spec: AgentSpec = SPEC, run_id: str = "R1") -> list[Record]:
@@ -91,10 +108,11 @@ def simulate(data: st.DataObject, spec: AgentSpec = SPEC, run_id: str = "R1") ->
                     for i, name in enumerate(names)
                 )
                 usage = Usage(input=data.draw(st.integers(0, 500)), output=7)
+                texts = st.sampled_from(ANSWERS) if spec.output_type else st.text(max_size=20)
                 add(
                     ModelCallFinished(
                         model="fake",
-                        text=data.draw(st.text(max_size=20), label="text"),
+                        text=data.draw(texts, label="text"),
                         tool_calls=calls,
                         usage=usage,
                         usage_source="provider",
@@ -129,6 +147,11 @@ def simulate(data: st.DataObject, spec: AgentSpec = SPEC, run_id: str = "R1") ->
                             ToolCallFailed(call_id=call.call_id, reason="error", error="boom"),
                             attempt,
                         )
+            case RejectOutput(answer_seq, error, try_number):
+                add(
+                    OutputRejected(answer_seq=answer_seq, error=error, try_number=try_number),
+                    attempt,
+                )
             case Complete():
                 add(RunCompleted(), attempt)
             case Fail(reason, error):

@@ -36,7 +36,9 @@ from psych_core import (
     InboxEntry,
     ModelCallFinished,
     ModelRef,
+    OutputRejected,
     Record,
+    RejectOutput,
     Resume,
     RetryCalls,
     RunAdmitted,
@@ -80,11 +82,21 @@ SPEC = AgentSpec(
 )
 NAMES = ["safe", "unsafe", "gated", "waiter", "helper", "missing"]
 
+STRUCTURED_SPEC = SPEC.model_copy(
+    update={
+        "name": "sim-structured",
+        "output_type": {"type": "object", "required": ["ok"]},
+        "output_retries": 1,
+    }
+)
+"""`SPEC` with an output type: answers may be rejected while signals arrive."""
+
 
 class Simulation:
-    def __init__(self, data: st.DataObject, run_id: str = "R1") -> None:
+    def __init__(self, data: st.DataObject, run_id: str = "R1", spec: AgentSpec = SPEC) -> None:
         self.data = data
-        self.state = RunState.empty(run_id, SPEC)
+        self.spec = spec
+        self.state = RunState.empty(run_id, spec)
         self.records: list[Record] = []
         self.inbox = 0
         self.attempt = 0
@@ -128,7 +140,10 @@ class Simulation:
     def run(self) -> list[Record]:
         self.add(
             RunAdmitted(
-                agent=SPEC.name, spec_version=SPEC.version, input="hi", scope=Scope(tenant="t")
+                agent=self.spec.name,
+                spec_version=self.spec.version,
+                input="hi",
+                scope=Scope(tenant="t"),
             )
         )
         self.claim()
@@ -156,7 +171,10 @@ class Simulation:
                     ToolCall(call_id=f"{self.state.next_seq}.{i}", name=name, arguments="{}")
                     for i, name in enumerate(names)
                 )
-                text = draw(st.sampled_from(["done", "working"]), label="text")
+                texts = ["done", "working"]
+                if self.spec.output_type is not None:
+                    texts += ['{"ok": 1}', "[]"]
+                text = draw(st.sampled_from(texts), label="text")
                 self.add(ModelCallFinished(model="fake", text=text, tool_calls=calls))
             case StartCalls(calls):
                 for call in calls:
@@ -215,6 +233,8 @@ class Simulation:
                 for c in began:
                     self.add(ToolCallSettled(call_id=c.call.call_id))
                 self.add(RunCancelled(reason=reason))
+            case RejectOutput(answer_seq, error, try_number):
+                self.add(OutputRejected(answer_seq=answer_seq, error=error, try_number=try_number))
             case Complete():
                 self.add(RunCompleted())
             case Fail(reason, error):

@@ -304,10 +304,11 @@ async def test_structured_output_is_parsed_and_bad_json_fails_clearly() -> None:
         report = await psych_runtime.report(s.store, view.run_id)
     assert view.output == {"city": "Oslo"} and report.output == {"city": "Oslo"}
     assert model.requests[0].output_schema == Answer.model_json_schema()
+    no_retry = spec.model_copy(update={"output_retries": 0})
     async with psych_runtime.session(FakeModel().turn(text="Oslo")) as s:
-        view = await s.ask(spec, "capital of Norway?")
+        view = await s.ask(no_retry, "capital of Norway?")
     assert view.status == "failed"
-    assert view.error is not None and "not JSON" in view.error
+    assert view.error is not None and "not valid JSON" in view.error
 
 
 async def test_a_spec_naming_an_unregistered_tool_is_refused_before_anything_is_saved() -> None:

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from psych_cli import ExitCode, app
+from tests._hostile_strings import assert_inert
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = ROOT / ".agents" / "skills"
@@ -32,16 +33,49 @@ def psych(*args: str) -> tuple[int, str, str]:
 # -- help and exit codes ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "command",
-    [[], ["new"], ["skills"], ["skills", "install"], ["skills", "list"], ["inspect"], ["runs"]],
-    ids=lambda command: " ".join(command) or "psych",
-)
-def test_every_command_has_help_with_the_exit_codes(command: list[str]) -> None:
-    code, out, _ = psych(*command, "--help")
+EXIT_CODES = {
+    "psych": "0 done; 1 (inspect) the run failed, was cancelled or was not found; 2 usage error",
+    "new": "0 done; 2 usage error (bad option or name, a folder that is not empty); 130",
+    "skills": "0 done; 2 usage error (bad option, no such folder, skills that differ",
+    "skills install": "0 done; 2 usage error (bad option, no such folder",
+    "skills list": "0 done; 2 usage error",
+    "inspect": "0 done; 1 the run failed, was cancelled or was not found; 2 usage error",
+    "runs": "0 done; 2 usage error (bad option or store URL); 3 store unusable",
+}
+"""Each command's help, and the start of the exit codes it lists."""
+
+
+def _help(command: str) -> str:
+    code, out, _ = psych(*([] if command == "psych" else command.split()), "--help")
     assert code == 0
     assert "Usage: psych" in out
-    assert "Exit codes: 0 done; 1 the run failed" in " ".join(out.split())
+    return " ".join(out.split())
+
+
+@pytest.mark.parametrize("command", list(EXIT_CODES))
+def test_every_command_lists_the_exit_codes_it_can_end_with(command: str) -> None:
+    text = _help(command)
+    assert f"Exit codes: {EXIT_CODES[command]}" in text
+    # Only inspect reads one run, so only it (and the overview) says 1 is a failed run.
+    assert ("the run failed" in text) == (command in ("psych", "inspect"))
+    assert ("3 store unusable" in text or "3 (inspect, runs) store" in text) == (
+        command in ("psych", "inspect", "runs")
+    )
+
+
+@pytest.mark.parametrize("command", list(EXIT_CODES))
+def test_flags_show_no_value_in_help(command: str) -> None:
+    text = _help(command)
+    assert "<bool>" not in text
+    assert "--help -h Show this message and exit." in text
+
+
+def test_options_that_take_a_value_name_it_in_help() -> None:
+    text = _help("runs")
+    for option in ("--store -s URL", "--tenant TENANT", "--limit N", "--cursor CURSOR"):
+        assert option in text
+    assert "--json Print JSON" in text
+    assert "[env var: PSYCH_TENANT]" in text
 
 
 def test_the_exit_codes_are_the_documented_ones() -> None:
@@ -251,7 +285,9 @@ def test_a_store_whose_adapter_is_not_installed_names_what_to_install(
     assert code == ExitCode.STORE
     text = " ".join(err.split())
     assert "the DynamoDBStore adapter cannot be imported" in text
-    assert 'pip install "psych-runtime[dynamodb]"' in text
+    assert (
+        'pip install --no-index --find-links "$PSYCH_WHEELHOUSE" "psych-runtime[dynamodb]"' in text
+    )
 
 
 def test_a_bad_option_in_a_dynamodb_url_is_a_usage_error() -> None:
@@ -264,6 +300,22 @@ def test_the_store_url_can_come_from_the_environment(tmp_path: Path) -> None:
     result = runner.invoke(app, ["runs"], env={"PSYCH_STORE": f"sqlite:///{tmp_path}/none.db"})
     assert result.exit_code == ExitCode.STORE
     assert "there is no SQLite file" in result.stderr
+
+
+def test_an_error_quoting_what_was_typed_is_shown_inert(tmp_path: Path) -> None:
+    # The path of a missing SQLite file, as typed, is quoted in the error on stderr.
+    hostile = tmp_path / "\x1b]0;pwned\x07\u202e[red]x[/red]\x9b2J.db"
+    code, _, err = psych("inspect", "r1", "--store", f"sqlite:///{hostile}")
+    assert code == ExitCode.STORE
+    assert_inert(err.encode())
+    assert "\\x1b]0;pwned\\x07\\u202e[red]x[/red]\\x9b2J.db" in err
+
+
+def test_an_empty_tenant_is_a_usage_error(tmp_path: Path) -> None:
+    for args in (["runs"], ["inspect", "r1"]):
+        code, _, err = psych(*args, "--store", f"sqlite:///{tmp_path}/none.db", "--tenant", "")
+        assert code == ExitCode.USAGE
+        assert "--tenant (or PSYCH_TENANT) is empty" in err
 
 
 def test_a_password_in_a_store_url_is_never_printed() -> None:

@@ -127,9 +127,9 @@ def test_an_http_tool_fills_and_encodes_its_url_and_body() -> None:
         },
     )
     call = HttpTools().bind(tool)
-    arguments = call.validate('{"order_id": "A 1/2", "notify": true, "amount": 12.5}')
+    arguments = call.validate('{"order_id": "A 1?2", "notify": true, "amount": 12.5}')
     assert call.target(arguments) == (
-        "https://pay.example.com/orders/A%201%2F2/refunds?notify=true"
+        "https://pay.example.com/orders/A%201%3F2/refunds?notify=true"
     )
     assert call.body(arguments) == {"amount": 12.5}
     without = call.validate('{"order_id": "B", "amount": 1}')

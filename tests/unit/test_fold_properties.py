@@ -9,8 +9,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from psych_core import RunState, fold, fold_all
-from psych_runtime import FoldError, Record, RunCompleted, ToolCallFinished
-from tests.unit._simulate import SPEC, T0, completed_log, messages_json, simulate
+from psych_runtime import (
+    CorruptLog,
+    FoldError,
+    ModelCallFinished,
+    OutputRejected,
+    Record,
+    RunCompleted,
+    SignalReceived,
+    ToolCallFinished,
+    UserInput,
+)
+from tests.unit._simulate import (
+    SPEC,
+    STRUCTURED_SPEC,
+    T0,
+    completed_log,
+    messages_json,
+    simulate,
+)
 
 
 def _same(a: RunState, b: RunState) -> None:
@@ -61,9 +78,11 @@ def test_a_record_out_of_place_is_an_error_naming_run_and_seq(data: st.DataObjec
     records = simulate(data)
     state = fold_all(RunState.empty("R1", SPEC), records[:-1])
     last = records[-1]
-    with pytest.raises(FoldError, match=r"run R1, seq \d+: seq skips the log"):
+    with pytest.raises(
+        CorruptLog, match=r"run R1, seq \d+: the log is corrupt: seq \d+ is missing"
+    ):
         fold(state, last.model_copy(update={"seq": last.seq + 1}))
-    with pytest.raises(FoldError, match=r"run R1, seq \d+: seq repeats the log"):
+    with pytest.raises(CorruptLog, match=r"run R1, seq \d+: the log is corrupt: seq \d+ repeats"):
         fold(fold(state, last), last)
 
 
@@ -113,3 +132,61 @@ def test_logs_with_approvals_waits_children_and_signals_fold_every_way(
     moved = [n for n in numbers if n is not None]
     assert moved == list(range(1, len(moved) + 1))
     assert whole.inbox_seen == len(moved)
+
+
+def _rejections_per_turn(records: list[Record]) -> list[list[OutputRejected]]:
+    """The `OutputRejected` records of a log, grouped by the user message they answer."""
+    turns: list[list[OutputRejected]] = [[]]
+    for record in records:
+        body = record.body
+        if isinstance(body, SignalReceived) and isinstance(body.signal, UserInput):
+            turns.append([])
+        elif isinstance(body, OutputRejected):
+            turns[-1].append(body)
+    return turns
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.integers(1, 10))
+def test_logs_with_rejected_answers_fold_every_way(data: st.DataObject, chunk: int) -> None:
+    records = simulate(data, spec=STRUCTURED_SPEC)
+    whole = fold_all(RunState.empty("R1", STRUCTURED_SPEC), records)
+    incremental = RunState.empty("R1", STRUCTURED_SPEC)
+    for start in range(0, len(records), chunk):
+        incremental = fold_all(incremental, records[start : start + chunk])
+    _same(incremental, whole)
+    parsed = [Record.model_validate_json(record.model_dump_json()) for record in records]
+    _same(fold_all(RunState.empty("R1", STRUCTURED_SPEC), parsed), whole)
+    # Tries are numbered 1, 2, ... and never exceed output_retries + 1.
+    tries = [body.try_number for body in _rejections_per_turn(records)[0]]
+    assert tries == list(range(1, len(tries) + 1))
+    assert len(tries) <= STRUCTURED_SPEC.output_retries + 1
+    if whole.status == "completed":
+        assert whole.output == {"ok": True}
+    if whole.failure_reason == "invalid_output":
+        # Every answer was rejected, the last one too, and the error names each by its seq.
+        answers = [r.seq for r in records if isinstance(r.body, ModelCallFinished)]
+        rejected = [r.body.answer_seq for r in records if isinstance(r.body, OutputRejected)]
+        assert rejected[-1] == answers[-1]
+        assert all(f"seq {seq}: " in (whole.error or "") for seq in rejected)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_rejected_answers_with_signals_fold_every_way(data: st.DataObject) -> None:
+    from tests.unit._simulate_signals import STRUCTURED_SPEC as SIGNAL_SPEC
+    from tests.unit._simulate_signals import Simulation
+
+    records = Simulation(data, spec=SIGNAL_SPEC).run()
+    whole = fold_all(RunState.empty("R1", SIGNAL_SPEC), records)
+    parsed = [Record.model_validate_json(r.model_dump_json()) for r in records]
+    _same(fold_all(RunState.empty("R1", SIGNAL_SPEC), parsed), whole)
+    half = len(records) // 2
+    _same(
+        fold_all(fold_all(RunState.empty("R1", SIGNAL_SPEC), records[:half]), records[half:]),
+        whole,
+    )
+    # A new user message starts its tries again from 1.
+    for turn in _rejections_per_turn(records):
+        assert [body.try_number for body in turn] == list(range(1, len(turn) + 1))
+        assert len(turn) <= SIGNAL_SPEC.output_retries + 1

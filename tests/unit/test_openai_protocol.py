@@ -235,6 +235,22 @@ def test_backoff_grows_with_jitter_and_stays_under_its_cap(retry: int) -> None:
     assert cap / 2 <= delay <= cap
 
 
+def test_a_gateways_word_from_the_provider_behind_it_is_honoured() -> None:
+    # LiteLLM passes the upstream provider's headers on with this prefix, and only so.
+    now = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
+    assert retry_after({"llm_provider-retry-after": "7"}) == 7.0
+    assert retry_after({"llm_provider-retry-after-ms": "250"}) == 0.25
+    assert retry_after({"llm_provider-retry-after": "Thu, 01 Jan 2026 12:00:30 GMT"}, now) == 30
+    # The gateway's own word comes first, then the provider's; nonsense is not a wait.
+    assert retry_after({"retry-after": "2", "llm_provider-retry-after": "30"}) == 2.0
+    assert retry_after({"retry-after": "soon", "llm_provider-retry-after": "3"}) == 3.0
+    assert retry_after({"llm_provider-retry-after": "nan"}) is None
+    # ... and max_retry_after holds for it as for any other.
+    assert (
+        Backoff(max_retry_after=5).delay(1, retry_after({"llm_provider-retry-after": "60"})) is None
+    )
+
+
 def test_a_server_asked_wait_is_honoured_up_to_the_limit() -> None:
     backoff = Backoff(max_retry_after=60)
     assert backoff.delay(1, retry_after=42.0) == 42.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -21,6 +21,7 @@ from psych_runtime import (
     PolicyAction,
     PolicyDenied,
     RunNotFound,
+    RunQuery,
     Scope,
     ScopedStore,
     ToolCallFailed,
@@ -117,6 +118,24 @@ async def test_another_tenants_run_is_exactly_like_a_missing_run(name: str) -> N
     assert stranger.startswith("RunNotFound: run <id> not found in this scope")
     # The run is there for its own tenant: reading it works.
     assert (await psych_runtime.status(store.scoped(HOME), run_id)).status == "completed"
+
+
+@pytest.mark.parametrize("name", sorted(run_id_functions()))
+async def test_a_plain_store_is_refused_saying_how_to_scope_it(name: str) -> None:
+    function = run_id_functions()[name]
+    store = MemoryStore()
+    run_id = await admitted_run(store)
+    with pytest.raises(TypeError) as refused:
+        await call(function, cast(ScopedStore, store), run_id)
+    assert str(refused.value).startswith(f"{name}() takes a scoped store, not MemoryStore:")
+    assert "store.scoped(Scope(tenant=...))" in str(refused.value)
+
+
+async def test_dispatch_refuses_a_plain_store_before_saving_anything() -> None:
+    store = MemoryStore()
+    with pytest.raises(TypeError, match=r"dispatch\(\) takes a scoped store, not MemoryStore"):
+        await psych_runtime.dispatch(cast(ScopedStore, store), SPEC, "hi")
+    assert (await store.list_runs("default", RunQuery())).items == ()
 
 
 async def test_scoped_store_calls_treat_another_tenants_run_as_missing() -> None:

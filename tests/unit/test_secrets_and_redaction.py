@@ -79,7 +79,9 @@ def test_without_secrets_nothing_changes() -> None:
     assert Redactor(EnvSecretResolver(environ={})).text(TOKEN) == TOKEN
 
 
-def test_only_what_tools_and_errors_write_is_redacted() -> None:
+def test_tool_and_error_texts_are_redacted() -> None:
+    # Every other body type, and every encoding: test_redaction_of_bodies.py and
+    # test_redaction_encodings.py.
     redactor = Redactor(EnvSecretResolver(["T"], environ={"T": TOKEN}))
     assert redactor.body(ToolCallFailed(call_id="1.0", reason="error", error=TOKEN)).error == (
         "[redacted:T]"

@@ -161,3 +161,29 @@ async def test_a_run_claimed_max_attempts_times_fails_with_attempts_exhausted() 
 async def test_concurrency_must_be_positive() -> None:
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         Worker(MemoryStore(), model=FakeModel(), concurrency=0)
+
+
+async def test_the_worker_logs_claims_and_ends_at_info_naming_run_and_attempt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    store = MemoryStore()
+    scoped = store.scoped(SCOPE)
+    done = await dispatch(scoped, spec_with(CodeTool(name="lookup")), "where is A0?")
+    caplog.set_level(logging.INFO, logger="psych_runtime")
+    model = _per_run_model()
+    await Worker(store, model=model, tools=[lookup], worker_id="w1").run_until_idle()
+    failing = await dispatch(scoped, spec_with(), "hi")
+    await Worker(store, model=FakeModel(), worker_id="w2").run_until_idle()  # no turn scripted
+    text = caplog.text
+    assert f"worker w1 claimed run {done} attempt 1 (tenant acme)" in text
+    assert f"run {done} attempt 1 completed" in text
+    assert f"run {failing} attempt 1 failed (model_error)" in text
+
+
+def test_the_library_is_quiet_unless_the_app_configures_logging() -> None:
+    import logging
+
+    handlers = logging.getLogger("psych_runtime").handlers
+    assert any(isinstance(handler, logging.NullHandler) for handler in handlers)

@@ -12,16 +12,51 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from psych_cli._exit import EXIT_CODES_HELP, CliError, ExitCode
+from psych_cli._exit import (
+    EXIT_CODES_HELP,
+    INSPECT_EXIT_CODES,
+    NEW_EXIT_CODES,
+    RUNS_EXIT_CODES,
+    SKILLS_EXIT_CODES,
+    CliError,
+    ExitCode,
+)
+from psych_cli._inert import inert
 from psych_cli._new import Template, new_project
 from psych_cli._skills import bundled_skills, install_skills
 
+DEFAULT_TENANT = "default"
+"""The tenant `inspect` and `runs` read when given none: the one ``session()`` and the
+``psych new`` templates put runs in when the app names no `Scope`."""
+
+
+def _without_flag_values(params: list[Any]) -> list[Any]:
+    # Typer's rich help shows ``<bool>`` after every flag, though a flag takes no value: an
+    # empty metavar (which a flag uses for nothing else) leaves that column blank.
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class _Command(typer.core.TyperCommand):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_flag_values(super().get_params(ctx))
+
+
+class _Group(typer.core.TyperGroup):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_flag_values(super().get_params(ctx))
+
+
 app = typer.Typer(
     name="psych",
+    cls=_Group,
     help="Psych Runtime's command line: start a project, give your coding agent the skills, "
     "and look at runs in a store. It never runs an agent: your code does.",
     epilog=EXIT_CODES_HELP,
@@ -32,18 +67,29 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 skills_app = typer.Typer(
+    cls=_Group,
     help="The library's skills: one per feature, for coding agents.",
     no_args_is_help=True,
-    epilog=EXIT_CODES_HELP,
+    epilog=SKILLS_EXIT_CODES,
 )
 app.add_typer(skills_app, name="skills")
 
-# Lines are never wrapped or cut (soft_wrap): piped into a file or a pager they stay whole,
-# and tables get room for a full run id when the output is not a terminal.
-_out = Console(highlight=False, soft_wrap=True)
-if not _out.is_terminal:
-    _out = Console(highlight=False, soft_wrap=True, width=160)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+def _stdout(**options: Any) -> Console:
+    # Lines are never wrapped or cut (soft_wrap): piped into a file or a pager they stay
+    # whole, and tables get room for a full run id when the output is not a terminal.
+    console = Console(highlight=False, soft_wrap=True, **options)
+    if console.is_terminal:
+        return console
+    return Console(highlight=False, soft_wrap=True, width=160, **options)
+
+
+_out = _stdout()
+# What `inspect` and `runs` print comes from logs. Their console parses no markup and no
+# emoji codes, so even a string that reached it without going through `_render` would be
+# shown as it is, not styled; the renderers make every log string inert before that.
+_log_out = _stdout(markup=False, emoji=False)
+_err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 class Status(StrEnum):
@@ -71,7 +117,15 @@ StoreOption = Annotated[
     ),
 ]
 TenantOption = Annotated[
-    str, typer.Option("--tenant", help="The tenant whose runs to read (Scope.tenant).")
+    str | None,
+    typer.Option(
+        "--tenant",
+        metavar="TENANT",
+        envvar="PSYCH_TENANT",
+        show_envvar=True,
+        help=f"The tenant whose runs to read (Scope.tenant). Without it: {DEFAULT_TENANT!r}, "
+        "where session() and the psych new templates put runs when the app names no Scope.",
+    ),
 ]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON instead of tables, for programs.")
@@ -96,7 +150,7 @@ def _root(
     """Psych Runtime's command line."""
 
 
-@app.command(epilog=EXIT_CODES_HELP)
+@app.command(cls=_Command, epilog=NEW_EXIT_CODES)
 def new(
     name: Annotated[
         Path,
@@ -134,7 +188,8 @@ def new(
         if template is Template.basic:
             _out.print("  python main.py")
         else:
-            _out.print('  pip install -e ".[dev]"', markup=False)
+            install = 'pip install --no-index --find-links "$PSYCH_WHEELHOUSE" -e ".[dev]"'
+            _out.print(f"  {install}", markup=False)
             _out.print("  uvicorn app:app --reload    # and, in another terminal:")
             _out.print("  python worker.py")
             _out.print("  pytest")
@@ -144,7 +199,7 @@ def new(
     _finish(run)
 
 
-@skills_app.command("install", epilog=EXIT_CODES_HELP)
+@skills_app.command("install", cls=_Command, epilog=SKILLS_EXIT_CODES)
 def skills_install(
     directory: Annotated[
         Path,
@@ -173,7 +228,7 @@ def skills_install(
     _finish(run)
 
 
-@skills_app.command("list", epilog=EXIT_CODES_HELP)
+@skills_app.command("list", cls=_Command, epilog=SKILLS_EXIT_CODES)
 def skills_list() -> None:
     """List the skills this version carries, with what each is for."""
 
@@ -185,11 +240,11 @@ def skills_list() -> None:
     _finish(run)
 
 
-@app.command(epilog=EXIT_CODES_HELP)
+@app.command(cls=_Command, epilog=INSPECT_EXIT_CODES)
 def inspect(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id.")],
     store: StoreOption,
-    tenant: TenantOption = "default",
+    tenant: TenantOption = None,
     follow: Annotated[
         bool,
         typer.Option(
@@ -213,43 +268,59 @@ def inspect(
     def run() -> ExitCode:
         from psych_cli._inspect import Target, inspect_run
 
-        return _async(
-            inspect_run(
-                Target(store, tenant, blobs), run_id, follow=follow, as_json=as_json, console=_out
-            )
-        )
+        target = Target(store, _tenant(tenant), blobs, defaulted=tenant is None)
+        return _async(inspect_run(target, run_id, follow=follow, as_json=as_json, console=_log_out))
 
     _finish(run)
 
 
-@app.command(epilog=EXIT_CODES_HELP)
+@app.command(cls=_Command, epilog=RUNS_EXIT_CODES)
 def runs(
     store: StoreOption,
-    tenant: TenantOption = "default",
+    tenant: TenantOption = None,
     status: Annotated[Status | None, typer.Option(help="Only runs in this status.")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=1000, help="At most this many runs.")] = 20,
+    limit: Annotated[
+        int, typer.Option(min=1, max=1000, metavar="N", help="At most this many runs.")
+    ] = 20,
     cursor: Annotated[
-        str | None, typer.Option(help="Where the previous page ended (printed under it).")
+        str | None,
+        typer.Option(metavar="CURSOR", help="Where the previous page ended (printed under it)."),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List a tenant's runs, newest first. Read-only."""
+    """List one tenant's runs, newest first. Read-only.
+
+    A store keeps each tenant's runs apart and lists them one tenant at a time: without
+    --tenant (or PSYCH_TENANT) this is the default tenant's.
+    """
 
     def run() -> ExitCode:
         from psych_cli._inspect import Target, list_runs
 
         return _async(
             list_runs(
-                Target(store, tenant),
+                Target(store, _tenant(tenant), defaulted=tenant is None),
                 status=status.value if status else None,
                 limit=limit,
                 cursor=cursor,
                 as_json=as_json,
-                console=_out,
+                console=_log_out,
             )
         )
 
     _finish(run)
+
+
+def _tenant(given: str | None) -> str:
+    if given is None:
+        return DEFAULT_TENANT
+    if not given:
+        raise CliError(
+            "--tenant (or PSYCH_TENANT) is empty: a tenant has a name",
+            ExitCode.USAGE,
+            hint=f"name the tenant, or leave --tenant out to read {DEFAULT_TENANT!r}",
+        )
+    return given
 
 
 def _async(work: Coroutine[Any, Any, ExitCode]) -> ExitCode:
@@ -261,9 +332,10 @@ def _finish(run: Callable[[], ExitCode]) -> None:
     try:
         code = run()
     except CliError as error:
-        _err.print(Text.assemble(("error: ", "bold red"), error.message))
+        # A message may quote a store's error or a run id as typed: shown inert, like logs.
+        _err.print(Text.assemble(("error: ", "bold red"), inert(error.message, lines=True)))
         if error.hint:
-            _err.print(Text.assemble(("hint: ", "bold"), error.hint))
+            _err.print(Text.assemble(("hint: ", "bold"), inert(error.hint, lines=True)))
         code = error.code
     except KeyboardInterrupt:
         _err.print("interrupted")

@@ -21,10 +21,37 @@ class ExitCode(IntEnum):
     """Stopped with Ctrl-C."""
 
 
-EXIT_CODES_HELP = (
-    "Exit codes: 0 done; 1 the run failed, was cancelled or was not found; "
-    "2 usage error (bad option or store URL, folder exists); "
-    "3 store unusable (adapter not installed, unreachable, no Psych schema); 130 interrupted."
+_DONE = "0 done"
+_RUN_FAILED = "1 the run failed, was cancelled or was not found"
+_STORE = "3 store unusable (adapter not installed, unreachable, no Psych schema)"
+_INTERRUPTED = "130 interrupted"
+
+
+def _exit_codes(*meanings: str) -> str:
+    return f"Exit codes: {'; '.join(meanings)}."
+
+
+# Each command's help lists the codes that command can exit with; `psych --help` lists all.
+EXIT_CODES_HELP = _exit_codes(
+    _DONE,
+    "1 (inspect) the run failed, was cancelled or was not found",
+    "2 usage error (bad option or store URL, folder exists)",
+    "3 (inspect, runs) store unusable (adapter not installed, unreachable, no Psych schema)",
+    _INTERRUPTED,
+)
+INSPECT_EXIT_CODES = _exit_codes(
+    _DONE, _RUN_FAILED, "2 usage error (bad option or store URL)", _STORE, _INTERRUPTED
+)
+RUNS_EXIT_CODES = _exit_codes(
+    _DONE, "2 usage error (bad option or store URL)", _STORE, _INTERRUPTED
+)
+NEW_EXIT_CODES = _exit_codes(
+    _DONE, "2 usage error (bad option or name, a folder that is not empty)", _INTERRUPTED
+)
+SKILLS_EXIT_CODES = _exit_codes(
+    _DONE,
+    "2 usage error (bad option, no such folder, skills that differ without --force)",
+    _INTERRUPTED,
 )
 
 

@@ -14,6 +14,7 @@ from rich.text import Text
 
 import psych_runtime
 from psych_cli._exit import CliError, ExitCode
+from psych_cli._inert import inert
 from psych_cli._render import header, plural, record_line, report_view, runs_table
 from psych_cli._stores import display_url, open_store
 from psych_runtime import Report, RunQuery, RunStatusName, ScopedStore
@@ -24,11 +25,16 @@ _ENDED_BADLY = {"failed", "cancelled"}
 @dataclass(frozen=True, slots=True)
 class Target:
     """Where to read: a store URL, a tenant, and the folder of a `FileBlobStore` when the
-    runs' large bodies were offloaded to one."""
+    runs' large bodies were offloaded to one.
+
+    Attributes:
+        defaulted: the tenant is the default one because the command line named none.
+    """
 
     url: str
     tenant: str
     blobs: Path | None = None
+    defaulted: bool = False
 
     @property
     def shown(self) -> str:
@@ -47,8 +53,9 @@ async def _scoped(target: Target) -> AsyncIterator[ScopedStore]:
     try:
         yield reading.scoped(psych_runtime.Scope(tenant=target.tenant))
     except psych_runtime.RunNotFound as error:
+        defaulted = " (the default: no --tenant was given)" if target.defaulted else ""
         raise CliError(
-            f"no run {error.run_id} in tenant {target.tenant!r} at {target.shown}",
+            f"no run {error.run_id} in tenant {target.tenant!r}{defaulted} at {target.shown}",
             ExitCode.RUN_FAILED,
             hint="check the run id and --tenant; `psych runs` lists the tenant's runs",
         ) from None
@@ -122,8 +129,10 @@ def _exit_for(report: Report) -> ExitCode:
 
 
 def _print_json(console: Console, document: Any, *, indent: int | None = None) -> None:
-    # Through the console's file, unstyled: JSON is for programs.
-    console.file.write(json.dumps(document, indent=indent, ensure_ascii=False) + "\n")
+    # Through the console's file, unstyled: JSON is for programs. ASCII only, so a control or
+    # bidirectional character from the log reaches a terminal that shows the JSON as a \uXXXX
+    # escape, never as itself; any JSON reader gets the same strings back.
+    console.file.write(json.dumps(document, indent=indent, ensure_ascii=True) + "\n")
     console.file.flush()
 
 
@@ -141,22 +150,38 @@ async def list_runs(
         page = await scoped.list_runs(RunQuery(status=status, limit=limit, cursor=cursor))
     if as_json:
         rows = [_row_json(row) for row in page.items]
-        _print_json(console, {"runs": rows, "next_cursor": page.next_cursor}, indent=2)
+        document = {"tenant": target.tenant, "runs": rows, "next_cursor": page.next_cursor}
+        _print_json(console, document, indent=2)
         return ExitCode.OK
+    where = f"tenant {target.tenant!r} at {target.shown}"
     if not page.items:
         which = f" {status}" if status else ""
-        console.print(f"No{which} runs in tenant {target.tenant!r} at {target.shown}.")
+        console.print(Text(inert(f"No{which} runs in {where}.")))
+        if target.defaulted:
+            # The store cannot list every tenant's runs at once, so an empty default tenant
+            # may be a store full of other tenants' runs: say so, and how to name one.
+            console.print(
+                Text(
+                    f"No --tenant was given, so this is the default tenant "
+                    f"{target.tenant!r} (where session() and the psych new templates put "
+                    "runs without a Scope). Name your app's tenant with --tenant TENANT "
+                    "or PSYCH_TENANT.",
+                    style="dim",
+                )
+            )
         return ExitCode.OK
     console.print(runs_table(page.items))
-    shown = plural(len(page.items), "run")
+    footer = f"{plural(len(page.items), 'run')} of {where}"
     if page.next_cursor:
-        console.print(Text(f"{shown}; more with --cursor {page.next_cursor}", style="dim"))
+        footer += f"; more with --cursor {page.next_cursor}"
+    console.print(Text(inert(footer), style="dim"))
     return ExitCode.OK
 
 
 def _row_json(row: psych_runtime.RunRow) -> dict[str, Any]:
     return {
         "run_id": row.run_id,
+        "tenant": row.tenant,
         "agent": row.agent,
         "status": row.status,
         "waiting": row.waiting,

@@ -2,6 +2,10 @@
 
 Everything here is a view of values read from the log; nothing is computed twice. Record
 types this version does not know are shown with their fields, never dropped.
+
+Every string here becomes screen text through `_text` (or `short`, whose result does), which
+makes it inert first: a log string is shown, never obeyed, whatever control sequences or rich
+markup it holds. The views are ``Text`` objects, which rich never parses for markup.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from psych_cli._inert import inert
 from psych_runtime import Record, Report, RunRow, RunStatus
 
 _STATUS_STYLE = {
@@ -35,10 +40,15 @@ _TYPE_STYLE = {
 }
 
 
+def _text(value: str, style: str = "") -> Text:
+    """The one way a string becomes screen text in this module: made inert first."""
+    return Text(inert(value), style=style)
+
+
 def status_text(status: str, waiting: str | None = None) -> Text:
     """``completed``, or ``waiting (approval)``, styled."""
     label = f"{status} ({waiting})" if waiting else status
-    return Text(label, style=_STATUS_STYLE.get(status, "bold"))
+    return _text(label, _STATUS_STYLE.get(status, "bold"))
 
 
 def plural(count: int, noun: str) -> str:
@@ -47,24 +57,28 @@ def plural(count: int, noun: str) -> str:
 
 
 def short(value: Any, width: int = 60) -> str:
-    """`value` on one line, cut to `width` characters with an ellipsis."""
+    """`value` (JSON when it is not a string) on one line and inert, cut after `width`
+    characters with a marker saying how many more there were."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return inert(text, limit=width)
 
 
 def header(status: RunStatus, *, tenant: str, store: str) -> RenderableType:
     """Who the run is and where it stands, in two lines."""
     first = Text.assemble(
-        ("run ", "dim"), (status.run_id, "bold"), "  ", (status.agent or "?", "cyan"), "  "
+        _text("run ", "dim"),
+        _text(status.run_id, "bold"),
+        "  ",
+        _text(status.agent or "?", "cyan"),
+        "  ",
+        status_text(status.status, status.waiting),
     )
-    first.append_text(status_text(status.status, status.waiting))
-    second = Text(f"tenant {tenant} · store {store} · attempt {status.attempt}", style="dim")
+    second = _text(f"tenant {tenant} · store {store} · attempt {status.attempt}", "dim")
     lines: list[RenderableType] = [first, second]
     if status.waiting_for:
-        lines.append(Text(f"waiting for: {', '.join(status.waiting_for)}", style="magenta"))
+        lines.append(_text(f"waiting for: {', '.join(status.waiting_for)}", "magenta"))
     if status.error:
-        lines.append(Text(f"{status.failure_reason or 'error'}: {status.error}", style="red"))
+        lines.append(_text(f"{status.failure_reason or 'error'}: {status.error}", "red"))
     return Group(*lines)
 
 
@@ -75,8 +89,8 @@ def record_line(record: Record) -> Text:
     line.append(f"{record.seq:>4}  ", style="bold")
     line.append(f"{record.at:%H:%M:%S.%f}"[:-3] + "  ", style="dim")
     line.append(f"a{record.attempt:<3}", style="dim")
-    line.append(f"{kind:<20} ", style=_TYPE_STYLE.get(kind, "cyan"))
-    line.append(summary(record))
+    line.append_text(_text(f"{kind:<20} ", _TYPE_STYLE.get(kind, "cyan")))
+    line.append_text(_text(summary(record)))
     line.rstrip()
     return line
 
@@ -86,7 +100,7 @@ def summary(record: Record) -> str:
     fields: dict[str, Any] = record.body.model_dump(mode="json", exclude={"type"})
     match record.body.type:
         case "run_admitted":
-            text = f"agent {fields['agent']}, input {short(fields['input'], 50)!r}"
+            text = f"agent {fields['agent']}, input '{short(fields['input'], 50)}'"
             if fields.get("parent_run_id"):
                 text += f", child of {fields['parent_run_id']} ({fields['parent_call_id']})"
             return text
@@ -126,7 +140,7 @@ def summary(record: Record) -> str:
 def _model_call(fields: dict[str, Any]) -> str:
     parts = [fields["model"] or "model"]
     if fields.get("text"):
-        parts.append(repr(short(fields["text"], 50)))
+        parts.append(f"'{short(fields['text'], 50)}'")
     calls = [call["name"] for call in fields.get("tool_calls", ())]
     if calls:
         parts.append(f"asks {', '.join(calls)}")
@@ -145,16 +159,16 @@ def _plain(value: Any) -> str:
 
 def report_view(report: Report) -> RenderableType:
     """The report: outcome, counts, usage and cost, then one line per tool call."""
-    lines: list[RenderableType] = [Text("Report", style="bold underline")]
+    lines: list[RenderableType] = [_text("Report", "bold underline")]
 
-    def fact(label: str, value: str | Text) -> None:
-        line = Text(f"  {label:<12}", style="dim")
-        line.append_text(value if isinstance(value, Text) else Text(value))
+    def fact(label: str, value: str | Text, style: str = "") -> None:
+        line = _text(f"  {label:<12}", "dim")
+        line.append_text(value if isinstance(value, Text) else _text(value, style))
         lines.append(line)
 
     fact("status", status_text(report.status))
     if report.error:
-        fact("error", Text(f"{report.failure_reason}: {report.error}", style="red"))
+        fact("error", f"{report.failure_reason}: {report.error}", "red")
     if report.output is not None:
         fact("output", short(report.output, 200))
     counts = [
@@ -169,24 +183,26 @@ def report_view(report: Report) -> RenderableType:
     cost = str(totals.cost) if totals.cost is not None else "None"
     if totals.unpriced_calls:
         cost += f" ({plural(totals.unpriced_calls, 'call')} unpriced)"
+    elif totals.cost is None and totals.failed_calls:
+        cost += f" (no model call answered; {plural(totals.failed_calls, 'attempt')} failed)"
     fact("cost", cost)
     ended = f"{report.ended_at:%Y-%m-%d %H:%M:%S} UTC" if report.ended_at else "not yet"
     fact("started", f"{report.started_at:%Y-%m-%d %H:%M:%S} UTC, ended {ended}")
     if report.children:
         fact("children", ", ".join(report.children))
     if report.tool_calls:
-        lines.append(Text("Tool calls", style="bold underline"))
+        lines.append(_text("Tool calls", "bold underline"))
         for call in report.tool_calls:
-            line = Text(f"  {call.call_id:<6} {call.name}  ")
-            line.append(call.outcome, style=_OUTCOME_STYLE.get(call.outcome, ""))
-            line.append(f"  {short(call.arguments, 60)}")
+            line = _text(f"  {call.call_id:<6} {call.name}  ")
+            line.append_text(_text(call.outcome, _OUTCOME_STYLE.get(call.outcome, "")))
+            line.append_text(_text(f"  {short(call.arguments, 60)}"))
             if call.error is not None:
-                line.append(f" -> {short(call.error, 80)}", style="red")
+                line.append_text(_text(f" -> {short(call.error, 80)}", "red"))
             elif call.outcome == "succeeded":
-                line.append(f" -> {short(call.result, 80)}")
+                line.append_text(_text(f" -> {short(call.result, 80)}"))
             if call.approved is not None:
                 verdict = "approved" if call.approved else "denied"
-                line.append(f" ({verdict} by {call.decided_by})", style="magenta")
+                line.append_text(_text(f" ({verdict} by {call.decided_by})", "magenta"))
             lines.append(line)
     return Group(*lines)
 
@@ -210,15 +226,21 @@ _OUTCOME_STYLE = {"succeeded": "green", "failed": "red", "unknown": "yellow", "p
 def runs_table(rows: tuple[RunRow, ...]) -> Table:
     """A listing of runs, newest first."""
     table = Table(box=None, padding=(0, 2, 0, 0), pad_edge=False, header_style="dim")
-    for column in ("run", "agent", "status", "attempt", "created (UTC)", "updated (UTC)"):
+    # A run id is what the reader copies into `psych inspect`: its column is not cut (up to
+    # a length no generated id comes near), and an agent's name gets the room a name needs.
+    ids = [_text(row.run_id) for row in rows]
+    widest = min(max((len(i) for i in ids), default=0), 64)
+    table.add_column("run", no_wrap=True, min_width=widest)
+    table.add_column("agent", no_wrap=True, max_width=40, overflow="ellipsis")
+    for column in ("status", "attempt", "created (UTC)", "updated (UTC)"):
         table.add_column(column, no_wrap=True)
-    for row in rows:
+    for run_id, row in zip(ids, rows, strict=True):
         table.add_row(
-            row.run_id,
-            row.agent,
+            run_id,
+            _text(short(row.agent, 40)),
             status_text(row.status, row.waiting),
-            str(row.attempt),
-            f"{row.created_at:%Y-%m-%d %H:%M:%S}",
-            f"{row.updated_at:%Y-%m-%d %H:%M:%S}",
+            _text(str(row.attempt)),
+            _text(f"{row.created_at:%Y-%m-%d %H:%M:%S}"),
+            _text(f"{row.updated_at:%Y-%m-%d %H:%M:%S}"),
         )
     return table

@@ -99,7 +99,10 @@ def _load(adapter: _Adapter) -> Any:
         raise CliError(
             f"the {adapter.cls} adapter cannot be imported ({missing} is not installed)",
             ExitCode.STORE,
-            hint=f"install it: pip install {_install_hint(adapter)}",
+            hint=(
+                "install it from this project's wheelhouse (scripts/wheelhouse.sh builds it): "
+                f'pip install --no-index --find-links "$PSYCH_WHEELHOUSE" {_install_hint(adapter)}'
+            ),
         ) from None
     return getattr(module, adapter.cls)
 

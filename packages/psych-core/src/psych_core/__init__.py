@@ -16,6 +16,7 @@ from psych_core._actions import (
     Fail,
     Finished,
     FinishResumed,
+    RejectOutput,
     RetryCalls,
     RunCalls,
     SettleCalls,
@@ -28,15 +29,19 @@ from psych_core._canonical import canonical_json, version_of
 from psych_core._errors import (
     BlobNotFound,
     Conflict,
+    CorruptLog,
     DuplicateSignal,
     EgressError,
     EgressRefused,
     FoldError,
     IdempotencyConflict,
     InboxPending,
+    LeaseExpired,
     LeaseLost,
     ModelError,
+    NewerLog,
     NotAwaitingApproval,
+    OutputUnavailable,
     PolicyDenied,
     PsychError,
     RecordTooLarge,
@@ -54,7 +59,7 @@ from psych_core._errors import (
 )
 from psych_core._fold import UNKNOWN_OUTCOME, fold, fold_all, render_result
 from psych_core._inbox import receive
-from psych_core._json_schema import schema_problems, validation_errors
+from psych_core._json_schema import OUTPUT_KEYWORDS, schema_problems, validation_errors
 from psych_core._messages import (
     AssistantMessage,
     Message,
@@ -62,6 +67,7 @@ from psych_core._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from psych_core._readable import CORRUPT_LOG, fold_readable, readable_status
 from psych_core._records import (
     SCHEMA_VERSION,
     ApprovalDecided,
@@ -73,6 +79,7 @@ from psych_core._records import (
     ModelCallFailed,
     ModelCallFinished,
     Offloaded,
+    OutputRejected,
     Record,
     RunAdmitted,
     RunCancelled,
@@ -90,6 +97,7 @@ from psych_core._records import (
     attempts_exhausted,
 )
 from psych_core._report import (
+    RejectedOutput,
     Report,
     RunStatus,
     ToolCallReport,
@@ -197,6 +205,7 @@ __all__ = [
     # tool declarations: templates and parameter schemas
     "UrlTemplate",
     "placeholders",
+    "OUTPUT_KEYWORDS",
     "schema_problems",
     "validation_errors",
     # scope, usage, cost
@@ -231,6 +240,7 @@ __all__ = [
     "ModelCallFailed",
     "ModelCallFinished",
     "Offloaded",
+    "OutputRejected",
     "Record",
     "RunAdmitted",
     "RunCancelled",
@@ -257,6 +267,7 @@ __all__ = [
     "WaitingReason",
     "fold",
     "fold_all",
+    "fold_readable",
     "render_result",
     # actions
     "Action",
@@ -269,6 +280,7 @@ __all__ = [
     "Fail",
     "FinishResumed",
     "Finished",
+    "RejectOutput",
     "RetryCalls",
     "RunCalls",
     "SettleCalls",
@@ -278,6 +290,7 @@ __all__ = [
     "next_action",
     "receive",
     # read models
+    "RejectedOutput",
     "Report",
     "RunStatus",
     "ToolCallReport",
@@ -285,6 +298,8 @@ __all__ = [
     "Totals",
     "build_report",
     "status_of",
+    "readable_status",
+    "CORRUPT_LOG",
     # ports
     "AppendResult",
     "Batch",
@@ -336,11 +351,15 @@ __all__ = [
     "EgressError",
     "EgressRefused",
     "FoldError",
+    "CorruptLog",
+    "NewerLog",
     "IdempotencyConflict",
     "InboxPending",
     "LeaseLost",
+    "LeaseExpired",
     "ModelError",
     "NotAwaitingApproval",
+    "OutputUnavailable",
     "PolicyDenied",
     "PsychError",
     "RecordTooLarge",

@@ -13,8 +13,9 @@ import json
 from dataclasses import dataclass
 
 from psych_core._errors import SpecError
+from psych_core._json_schema import OUTPUT_KEYWORDS, schema_problems, validation_errors
 from psych_core._messages import ToolCall
-from psych_core._spec import AgentTool
+from psych_core._spec import AgentSpec, AgentTool
 from psych_core._state import CallPhase, CallState, RunState, WaitingReason
 
 
@@ -61,6 +62,17 @@ class SettleCalls:
 @dataclass(frozen=True, slots=True)
 class Complete:
     """Decision: the model gave its final answer; complete the run."""
+
+
+@dataclass(frozen=True, slots=True)
+class RejectOutput:
+    """Decision: the final answer at seq `answer_seq` is not JSON, or breaks the spec's
+    `output_type`; record why. The model is then told and asked again, unless the spec's
+    `output_retries` (or `max_turns`) leave no try, and the run fails ``invalid_output``."""
+
+    answer_seq: int
+    error: str
+    try_number: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +140,7 @@ Action = (
     | SettleCalls
     | Suspend
     | CancelRun
+    | RejectOutput
     | Complete
     | Fail
     | Finished
@@ -191,10 +204,33 @@ def next_action(state: RunState) -> Action:
         return Suspend("children", children)
 
     if state.answered:
-        problem = _output_problem(state)
-        if problem is not None:
-            return Fail("invalid_output", problem)
-        return Complete()
+        problem = _output_problem(spec, state.last_text)
+        if problem is None:
+            return Complete()
+        answer = state.last_model_seq if state.last_model_seq is not None else state.last_seq
+        return RejectOutput(answer, problem, len(state.output_rejections) + 1)
+    if _awaits_retry(state):
+        tries = len(state.output_rejections)
+        if tries > spec.output_retries:
+            return Fail(
+                "invalid_output",
+                _rejected(
+                    state,
+                    spec,
+                    f"output_retries={spec.output_retries} allows no further try",
+                    "raise output_retries",
+                ),
+            )
+        if state.turn_model_calls >= spec.max_turns:
+            return Fail(
+                "invalid_output",
+                _rejected(
+                    state,
+                    spec,
+                    f"max_turns={spec.max_turns} leaves no model call for another try",
+                    "raise max_turns",
+                ),
+            )
     if state.turn_model_calls >= spec.max_turns:
         return Fail(
             "max_turns",
@@ -216,15 +252,51 @@ def _safe_to_retry(state: RunState, name: str) -> bool:
     return tool is not None and (tool.safe_to_retry or isinstance(tool, AgentTool))
 
 
-def _output_problem(state: RunState) -> str | None:
-    spec = state.spec
-    if spec is None or spec.output_type is None:
+MAX_LISTED_ERRORS = 10
+"""How many broken constraints of one answer are named; the rest are counted."""
+
+
+def _output_problem(spec: AgentSpec, text: str | None) -> str | None:
+    """What is wrong with the final answer `text` under `spec.output_type`, or None."""
+    schema = spec.output_type
+    if schema is None:
         return None
+    if not text or not text.strip():
+        return "the answer is empty, not JSON"
     try:
-        json.loads(state.last_text or "")
+        value = json.loads(text)
     except ValueError as exc:
-        return (
-            f"run {state.run_id}, seq {state.last_seq}: AgentSpec {spec.name!r} asks for "
-            f"structured output, but the final answer is not JSON ({exc})"
-        )
-    return None
+        return f"the answer is not valid JSON ({exc})"
+    if schema_problems(schema, keywords=OUTPUT_KEYWORDS):
+        # A schema the validator cannot check exactly (a keyword outside OUTPUT_KEYWORDS, or
+        # a malformed part) is held to being JSON only, as before output checking existed:
+        # refusing it now would fail runs admitted under it.
+        return None
+    errors = validation_errors(schema, value, root="the answer", member="property")
+    if not errors:
+        return None
+    listed = "; ".join(errors[:MAX_LISTED_ERRORS])
+    more = len(errors) - MAX_LISTED_ERRORS
+    if more > 0:
+        listed += f"; and {more} more"
+    return f"the answer does not match the output schema: {listed}"
+
+
+def _awaits_retry(state: RunState) -> bool:
+    """Whether the latest answer was rejected and the model has not been asked again yet."""
+    return bool(state.output_rejections) and (
+        state.output_rejections[-1][0] == state.last_model_seq
+    )
+
+
+def _rejected(state: RunState, spec: AgentSpec, why: str, fix: str) -> str:
+    tries = " | ".join(f"seq {seq}: {error}" for seq, error in state.output_rejections)
+    return (
+        f"run {state.run_id}: AgentSpec {spec.name!r} asks for structured output, and the "
+        f"model's answer was rejected {_times(len(state.output_rejections))}; {why}: "
+        f"{tries}. Make the instructions ask for JSON that matches output_type, or {fix}"
+    )
+
+
+def _times(count: int) -> str:
+    return {1: "once", 2: "twice"}.get(count, f"{count} times")

@@ -6,8 +6,11 @@
     │       └── SandboxToolUnavailable  a sandbox tool, and no sandbox that can run it
     ├── PolicyDenied              the Policy refused this scope an action on a target
     ├── FoldError                 a log cannot be folded: names the run and the seq
+    │   ├── CorruptLog            the log contradicts itself (a gap, a repeat, an orphan outcome)
+    │   └── NewerLog              the log was written by a newer psych-core than this one
     ├── RunNotFound               no such run in this scope (another tenant's run looks the same)
     ├── NotAwaitingApproval       approve/deny named a call that is not waiting for a decision
+    ├── OutputUnavailable         a run's output cannot be read as the model asked for
     ├── ModelError                the model client failed to produce a turn
     ├── SandboxError              a sandbox could not run a program as asked
     │   ├── SandboxRefused        the request requires what the backend cannot meet; nothing ran
@@ -18,6 +21,7 @@
     └── StoreError                a store refused or failed an operation
         ├── Conflict              the seq an append wanted is taken: re-read the log
         ├── LeaseLost             the attempt was superseded: stop, append nothing more
+        │   └── LeaseExpired      the attempt cannot show it still holds its lease: no effect
         ├── InboxPending          the append would suspend or end the run with unseen signals
         ├── IdempotencyConflict   an idempotency key was reused for another request
         ├── DuplicateSignal       a signal with this key was already accepted
@@ -102,6 +106,37 @@ class FoldError(PsychError):
         self.seq = seq
         self.problem = problem
         super().__init__(f"run {run_id}, seq {seq}: {problem}")
+
+
+class CorruptLog(FoldError):
+    """The log contradicts itself: a missing or repeated seq, an outcome for a call that never
+    started, a record after the end. Psych never wrote such a log.
+
+    It is never repaired and never skipped: a worker that claims the run fails it at once
+    (reason ``corrupt_log``, this error's text), and `status` still answers, from the records
+    before `seq`. The records are kept as they are, for whoever investigates the store.
+    """
+
+    def __init__(self, run_id: str, seq: int, problem: str) -> None:
+        super().__init__(run_id, seq, f"the log is corrupt: {problem}")
+        self.problem = problem
+
+
+class NewerLog(FoldError):
+    """The log was written by a newer psych-core (a rolling deploy): this worker cannot read it.
+
+    A worker releases such a run for another, newer worker; it never fails the run for it.
+    """
+
+
+class OutputUnavailable(PsychError, ValueError):
+    """`RunView.output_as` cannot give the run's output as the model asked for: the run did not
+    complete, or its answer does not validate as that model."""
+
+    def __init__(self, run_id: str, problem: str) -> None:
+        self.run_id = run_id
+        self.problem = problem
+        super().__init__(f"run {run_id}: {problem}")
 
 
 class RunNotFound(PsychError, LookupError):
@@ -233,6 +268,23 @@ class LeaseLost(StoreError):
         self.current = current
         now = f" (current attempt: {current})" if current is not None else ""
         super().__init__(f"run {run_id}: attempt {attempt} was superseded{now}; stop this attempt")
+
+
+class LeaseExpired(LeaseLost):
+    """The attempt cannot show that it still holds its lease, so it starts no more effects.
+
+    Raised by the runtime, never by a store: the attempt's own clock says the lease has run
+    out (or will before an unsafe effect could finish) and renewing it failed. Another attempt
+    may hold the run by now; this one stops without appending.
+    """
+
+    def __init__(self, run_id: str, attempt: int, why: str) -> None:
+        StoreError.__init__(
+            self, f"run {run_id}: attempt {attempt} stopped: {why}; it starts no more effects"
+        )
+        self.run_id = run_id
+        self.attempt = attempt
+        self.current = None
 
 
 class InboxPending(StoreError):

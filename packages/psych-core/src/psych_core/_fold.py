@@ -1,7 +1,7 @@
 """The reducer: `fold(state, record) -> state`, pure and total.
 
 Every record type has a rule here. A record that does not fit the state (a gap in the seqs, a
-finish for a call that never started, anything after the run ended) raises `FoldError` naming
+finish for a call that never started, anything after the run ended) raises `CorruptLog` naming
 the run and the seq; nothing is ever skipped silently.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from pydantic import JsonValue
 
-from psych_core._errors import FoldError
+from psych_core._errors import CorruptLog, FoldError, NewerLog
 from psych_core._messages import AssistantMessage, ToolResultMessage, UserMessage
 from psych_core._records import (
     SCHEMA_VERSION,
@@ -25,6 +25,7 @@ from psych_core._records import (
     ModelCallFailed,
     ModelCallFinished,
     Offloaded,
+    OutputRejected,
     Record,
     RunAdmitted,
     RunCancelled,
@@ -48,29 +49,44 @@ UNKNOWN_OUTCOME = (
 )
 
 
+def output_correction(error: str) -> str:
+    """What the model is told after its final answer was rejected (`OutputRejected`)."""
+    return (
+        f"Your final answer was not accepted: {error}. Reply again with only the corrected "
+        "answer: JSON that matches the required output schema, and no other text."
+    )
+
+
 def fold(state: RunState, record: Record) -> RunState:
-    """The state after `record`. Raises `FoldError` when the record does not fit."""
+    """The state after `record`.
+
+    Raises `CorruptLog` when the record does not fit the log before it, and `NewerLog` when
+    the log was written by a newer psych-core than this one.
+    """
     if record.run_id != state.run_id:
-        raise FoldError(state.run_id, record.seq, f"record belongs to run {record.run_id}")
+        raise CorruptLog(state.run_id, record.seq, f"record belongs to run {record.run_id}")
     if record.seq != state.next_seq:
-        what = "repeats" if record.seq < state.next_seq else "skips"
-        raise FoldError(
-            state.run_id, record.seq, f"seq {what} the log: expected seq {state.next_seq}"
-        )
+        if record.seq < state.next_seq:
+            problem = f"seq {record.seq} repeats the log: expected seq {state.next_seq}"
+        elif record.seq == state.next_seq + 1:
+            problem = f"seq {state.next_seq} is missing"
+        else:
+            problem = f"seqs {state.next_seq} to {record.seq - 1} are missing"
+        raise CorruptLog(state.run_id, record.seq, problem)
     if state.ended:
-        raise FoldError(
+        raise CorruptLog(
             state.run_id, record.seq, f"{record.body.type} after the run ended ({state.status})"
         )
     body = record.body
     if state.admitted is None and not isinstance(body, RunAdmitted):
-        raise FoldError(state.run_id, record.seq, f"log starts with {body.type}, not run_admitted")
+        raise CorruptLog(state.run_id, record.seq, f"log starts with {body.type}, not run_admitted")
     n = record.seq + 1
     match body:
         case RunAdmitted():
             return _admitted(state, record, body)
         case AttemptStarted():
             if record.attempt <= state.attempt:
-                raise FoldError(
+                raise CorruptLog(
                     state.run_id,
                     record.seq,
                     f"attempt {record.attempt} started after attempt {state.attempt}",
@@ -107,7 +123,7 @@ def fold(state: RunState, record: Record) -> RunState:
         case ApprovalRequested():
             current = _open_call(state, record, body.call_id)
             if current.phase != "requested":
-                raise FoldError(
+                raise CorruptLog(
                     state.run_id,
                     record.seq,
                     f"approval requested for call {body.call_id}, which is {current.phase}",
@@ -118,7 +134,7 @@ def fold(state: RunState, record: Record) -> RunState:
             state = _inbox_number(state, record, body.number)
             current = _open_call(state, record, body.call_id)
             if current.phase != "awaiting_approval":
-                raise FoldError(
+                raise CorruptLog(
                     state.run_id,
                     record.seq,
                     f"decision on call {body.call_id}, which is "
@@ -148,9 +164,11 @@ def fold(state: RunState, record: Record) -> RunState:
             return replace(
                 state, next_seq=n, status="waiting", waiting=body.reason, due_at=body.due_at
             )
+        case OutputRejected():
+            return _output_rejected(state, record, body)
         case RunCompleted():
             if not state.answered:
-                raise FoldError(
+                raise CorruptLog(
                     state.run_id, record.seq, "run_completed before the model gave a final answer"
                 )
             return replace(state, next_seq=n, status="completed", waiting=None)
@@ -168,6 +186,8 @@ def fold(state: RunState, record: Record) -> RunState:
                 state, next_seq=n, status="cancelled", waiting=None, error=body.reason or None
             )
         case Offloaded():
+            # Not corrupt: this reader lacks the BlobStore that keeps the body. A worker
+            # releases such a run for one that has it; it never fails the run for it.
             raise FoldError(
                 state.run_id,
                 record.seq,
@@ -192,15 +212,16 @@ def render_result(result: JsonValue) -> str:
 
 def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
     if record.seq != 0:
-        raise FoldError(state.run_id, record.seq, "run_admitted after seq 0")
+        raise CorruptLog(state.run_id, record.seq, "run_admitted after seq 0")
     if body.schema_version > SCHEMA_VERSION:
-        raise FoldError(
+        raise NewerLog(
             state.run_id,
             record.seq,
             f"log schema version {body.schema_version} is newer than this package reads "
             f"({SCHEMA_VERSION}); upgrade psych-core",
         )
     if state.spec is not None and state.spec.version != body.spec_version:
+        # The reader's mistake (folding with another spec), not the log's.
         raise FoldError(
             state.run_id,
             record.seq,
@@ -219,17 +240,17 @@ def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
 def _model_finished(state: RunState, record: Record, body: ModelCallFinished) -> RunState:
     for open_call in state.calls:
         if open_call.phase != "done":
-            raise FoldError(
+            raise CorruptLog(
                 state.run_id,
                 record.seq,
                 f"model answered while call {open_call.call.call_id} is still open",
             )
     if state.answered:
-        raise FoldError(state.run_id, record.seq, "model called again after its final answer")
+        raise CorruptLog(state.run_id, record.seq, "model called again after its final answer")
     for index, call in enumerate(body.tool_calls):
         expected = f"{record.seq}.{index}"
         if call.call_id != expected:
-            raise FoldError(
+            raise CorruptLog(
                 state.run_id, record.seq, f"tool call {call.call_id!r} should be named {expected!r}"
             )
     usage = state.usage + body.usage if body.usage is not None else state.usage
@@ -242,6 +263,7 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
         tool_calls=state.tool_calls + len(body.tool_calls),
         calls=tuple(CallState(call) for call in body.tool_calls),
         last_text=body.text,
+        last_model_seq=record.seq,
         answered=not body.tool_calls,
         usage=usage,
     )
@@ -250,16 +272,16 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
 def _tool_started(state: RunState, record: Record, body: ToolCallStarted) -> RunState:
     current = state.call(body.call_id)
     if current is None:
-        raise FoldError(state.run_id, record.seq, f"start of unknown call {body.call_id}")
+        raise CorruptLog(state.run_id, record.seq, f"start of unknown call {body.call_id}")
     if current.call.name != body.name:
-        raise FoldError(
+        raise CorruptLog(
             state.run_id,
             record.seq,
             f"call {body.call_id} is {current.call.name!r}, not {body.name!r}",
         )
     orphaned = current.phase == "started" and (current.started_attempt or 0) < record.attempt
     if current.phase not in ("requested", "approved") and not orphaned:
-        raise FoldError(state.run_id, record.seq, f"call {body.call_id} started twice")
+        raise CorruptLog(state.run_id, record.seq, f"call {body.call_id} started twice")
     started = replace(
         current, phase="started", started_attempt=record.attempt, starts=current.starts + 1
     )
@@ -269,9 +291,9 @@ def _tool_started(state: RunState, record: Record, body: ToolCallStarted) -> Run
 def _open_call(state: RunState, record: Record, call_id: str) -> CallState:
     current = state.call(call_id)
     if current is None:
-        raise FoldError(state.run_id, record.seq, f"{record.body.type} for unknown call {call_id}")
+        raise CorruptLog(state.run_id, record.seq, f"{record.body.type} for unknown call {call_id}")
     if current.phase == "done":
-        raise FoldError(state.run_id, record.seq, f"call {call_id} already has an outcome")
+        raise CorruptLog(state.run_id, record.seq, f"call {call_id} already has an outcome")
     return current
 
 
@@ -285,7 +307,7 @@ def _started_call(
     current = _open_call(state, record, call_id)
     allowed = only if only is not None else ("started", *also)
     if current.phase not in allowed:
-        raise FoldError(
+        raise CorruptLog(
             state.run_id, record.seq, f"{record.body.type} for call {call_id}, which never started"
         )
     return current
@@ -316,12 +338,41 @@ def _new_turn(state: RunState, text: str) -> RunState:
         turns=state.turns + 1,
         turn_model_calls=0,
         answered=False,
+        output_rejections=(),
+    )
+
+
+def _output_rejected(state: RunState, record: Record, body: OutputRejected) -> RunState:
+    if not state.answered:
+        raise CorruptLog(
+            state.run_id, record.seq, "output_rejected while no final answer awaits a decision"
+        )
+    if body.answer_seq != state.last_model_seq:
+        raise CorruptLog(
+            state.run_id,
+            record.seq,
+            f"output_rejected names the answer at seq {body.answer_seq}, but the final answer "
+            f"is at seq {state.last_model_seq}",
+        )
+    expected = len(state.output_rejections) + 1
+    if body.try_number != expected:
+        raise CorruptLog(
+            state.run_id,
+            record.seq,
+            f"output_rejected is try {body.try_number}, but this answer is try {expected}",
+        )
+    return replace(
+        state,
+        next_seq=record.seq + 1,
+        conversation=state.conversation.add(UserMessage(output_correction(body.error))),
+        answered=False,
+        output_rejections=(*state.output_rejections, (body.answer_seq, body.error)),
     )
 
 
 def _inbox_number(state: RunState, record: Record, number: int) -> RunState:
     if number <= state.inbox_seen:
-        raise FoldError(
+        raise CorruptLog(
             state.run_id,
             record.seq,
             f"inbox entry {number} moved in again (entries up to {state.inbox_seen} are in)",
@@ -335,7 +386,7 @@ def _signal(state: RunState, record: Record, body: SignalReceived) -> RunState:
         case Resume(payload=payload):
             waiting = [c for c in state.calls if c.phase == "waiting"]
             if not waiting:
-                raise FoldError(
+                raise CorruptLog(
                     state.run_id, record.seq, "resume received while no call waits for one"
                 )
             resumed = replace(waiting[0], phase="resumed", payload=payload)
@@ -349,13 +400,13 @@ def _signal(state: RunState, record: Record, body: SignalReceived) -> RunState:
         case ChildEnded(child_run_id=child_id, call_id=call_id):
             current = state.call(call_id)
             if current is None or current.phase not in ("started", "child"):
-                raise FoldError(
+                raise CorruptLog(
                     state.run_id, record.seq, f"child {child_id} ended for no running call"
                 )
             ended = replace(current, phase="child_ended", child_run_id=child_id)
             return replace(state, next_seq=n, calls=_with_call(state, ended))
         case _:
-            raise FoldError(
+            raise CorruptLog(
                 state.run_id, record.seq, f"signal {body.signal.kind} cannot be received here"
             )
 

@@ -90,8 +90,18 @@ class ToolCallFinished(_Body):
 
 
 ToolFailureReason = Literal[
-    "error", "unknown_tool", "invalid_arguments", "timeout", "cancelled", "denied"
+    "error",
+    "unknown_tool",
+    "invalid_arguments",
+    "timeout",
+    "cancelled",
+    "denied",
+    "result_too_large",
+    "invalid_result",
 ]
+"""Why a call failed. ``result_too_large``: its result is over the store's record limit and
+no BlobStore keeps it; ``invalid_result``: its result cannot be written as JSON text (a lone
+surrogate in a string)."""
 
 
 class ToolCallFailed(_Body):
@@ -199,6 +209,26 @@ class ChildFinished(_Body):
     status: str
 
 
+class OutputRejected(_Body):
+    """The final answer at seq `answer_seq` is not JSON, or breaks the spec's `output_type`.
+
+    The model is told `error` and asked for a corrected answer (the reducer adds that message
+    to the conversation); when the spec's `output_retries` allow no further try, the run fails
+    with reason ``invalid_output`` instead.
+
+    Attributes:
+        answer_seq: the seq of the `ModelCallFinished` whose text was rejected.
+        error: what was wrong, as the model reads it: the JSON error, or each broken constraint
+            of the schema with its path (``reason: required``).
+        try_number: which rejected answer of this user message it is: 1, 2, ...
+    """
+
+    type: Literal["output_rejected"] = "output_rejected"
+    answer_seq: int = Field(ge=0)
+    error: str
+    try_number: int = Field(ge=1)
+
+
 class RunCompleted(_Body):
     """The run ended with an answer: the text of the last `ModelCallFinished`."""
 
@@ -273,6 +303,7 @@ Body = Annotated[
     | RunSuspended
     | ChildStarted
     | ChildFinished
+    | OutputRejected
     | RunCompleted
     | RunFailed
     | RunCancelled

@@ -18,7 +18,9 @@ from psych_core._records import (
     ApprovalDecided,
     ApprovalRequested,
     ChildStarted,
+    ModelCallFailed,
     ModelCallFinished,
+    OutputRejected,
     Record,
     RunAdmitted,
     ToolCallFailed,
@@ -126,6 +128,22 @@ class ToolCallReport(_View):
     edited_arguments: JsonValue = None
 
 
+class RejectedOutput(_View):
+    """A final answer that was rejected: not JSON, or not what the spec's `output_type` asks.
+
+    Attributes:
+        seq: the seq of the answer (its `ModelCallFinished`).
+        try_number: 1 for the first answer to a user message that was rejected, 2 for the next.
+        text: what the model answered.
+        error: what was wrong, as the model was told it.
+    """
+
+    seq: int
+    try_number: int
+    text: str | None
+    error: str
+
+
 class Totals(_View):
     """What a run used and cost.
 
@@ -133,29 +151,38 @@ class Totals(_View):
         usage: tokens summed over every model call whose usage is known.
         usage_sources: how many model calls reported usage from each source; ``missing``
             calls add nothing to `usage`, so a total with missing calls is a lower bound.
-        cost: the summed cost, or None while any model call is unpriced (or when calls were
-            priced in different currencies, which do not add up).
+        cost: the summed cost of the model calls that answered, or None while any of them is
+            unpriced, when calls were priced in different currencies (which do not add up),
+            or when no call answered at all: with nothing a provider or a price table said,
+            there is no cost to show, and never a made-up 0.
         unpriced_calls: how many model calls have no known cost.
+        failed_calls: how many model call attempts failed (one `ModelCallFailed` each). They
+            add no usage and no cost: most never reached a provider (refused by the egress,
+            no connection), and the rest reported neither.
     """
 
     usage: Usage = Field(default_factory=Usage)
     usage_sources: dict[UsageSource, int] = Field(default_factory=dict)
     cost: Cost | None = None
     unpriced_calls: int = 0
+    failed_calls: int = 0
 
     def __add__(self, other: Totals) -> Totals:
         sources = dict(self.usage_sources)
         for source, count in other.usage_sources.items():
             sources[source] = sources.get(source, 0) + count
         unpriced = self.unpriced_calls + other.unpriced_calls
+        # A side where no call answered has no cost to add, rather than an unknown one.
+        costs = [t.cost for t in (self, other) if t.usage_sources]
         cost = None
-        if not unpriced and self.cost is not None and other.cost is not None:
-            cost = _sum_costs([self.cost, other.cost])
+        if not unpriced and costs and None not in costs:
+            cost = _sum_costs([c for c in costs if c is not None])
         return Totals(
             usage=self.usage + other.usage,
             usage_sources=sources,
             cost=cost,
             unpriced_calls=unpriced,
+            failed_calls=self.failed_calls + other.failed_calls,
         )
 
 
@@ -166,6 +193,8 @@ class Report(_View):
         totals: what this run and its subagents' runs used and cost, together.
         own_totals: what this run's own model calls used and cost.
         children: the child runs its subagent calls started (each has its own report).
+        rejected_outputs: the final answers that were rejected, in order; the model was asked
+            again after each, unless the run then failed with reason ``invalid_output``.
     """
 
     run_id: str
@@ -181,6 +210,7 @@ class Report(_View):
     totals: Totals
     own_totals: Totals
     children: tuple[str, ...] = ()
+    rejected_outputs: tuple[RejectedOutput, ...] = ()
     attempts: int
     started_at: dt.datetime
     ended_at: dt.datetime | None = None
@@ -195,7 +225,10 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
     sources: dict[UsageSource, int] = {}
     costs: list[Cost] = []
     unpriced = 0
+    failed = 0
     children: list[str] = []
+    rejected: list[RejectedOutput] = []
+    answer: tuple[int, str | None] = (-1, None)
     for record in records:
         state = fold(state, record)
         body = record.body
@@ -204,6 +237,7 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
             case RunAdmitted():
                 started_at = record.at
             case ModelCallFinished():
+                answer = (record.seq, body.text)
                 if body.usage is not None:
                     usage = usage + body.usage
                 sources[body.usage_source] = sources.get(body.usage_source, 0) + 1
@@ -218,6 +252,8 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
                         "arguments": _arguments(call.arguments),
                         "outcome": "pending",
                     }
+            case ModelCallFailed():
+                failed += 1
             case ToolCallStarted():
                 entry = calls[body.call_id]
                 entry["starts"] = int(str(entry.get("starts", 0))) + 1
@@ -237,6 +273,13 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
                 calls[body.call_id].update(outcome="unknown", ended_at=record.at)
             case ChildStarted():
                 children.append(body.child_run_id)
+            case OutputRejected():
+                text = answer[1] if answer[0] == body.answer_seq else None
+                rejected.append(
+                    RejectedOutput(
+                        seq=body.answer_seq, try_number=body.try_number, text=text, error=body.error
+                    )
+                )
             case ApprovalRequested():
                 calls[body.call_id]["approval_rule"] = body.rule
             case ApprovalDecided():
@@ -257,6 +300,7 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
         usage_sources=sources,
         cost=None if unpriced else _sum_costs(costs),
         unpriced_calls=unpriced,
+        failed_calls=failed,
     )
     return Report(
         run_id=state.run_id,
@@ -272,6 +316,7 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
         totals=totals,
         own_totals=totals,
         children=tuple(children),
+        rejected_outputs=tuple(rejected),
         attempts=state.attempt,
         started_at=started_at,
         ended_at=last_at if state.ended else None,
@@ -288,8 +333,8 @@ def _arguments(text: str) -> JsonValue:
 
 def _sum_costs(costs: list[Cost]) -> Cost | None:
     if not costs:
-        # No model call at all: nothing was spent, and that is known exactly.
-        return Cost(amount=Decimal(0), source="provider")
+        # No call answered: no provider or price said anything, so no source can be named.
+        return None
     currencies = {cost.currency for cost in costs}
     if len(currencies) != 1:
         return None

@@ -196,7 +196,9 @@ class HttpTool(_Frozen):
 
     The model fills in the parameters; the runtime builds the request. Placeholders
     (``{order_id}``) in the URL's path and query values take the argument of that name,
-    percent-encoded, so a value can never change the host or add a path segment. A query pair
+    percent-encoded, so a value can never change the host. A path argument fills exactly one
+    segment: one holding ``/`` or a backslash, or making the segment empty, ``.`` or ``..`` (even
+    %-encoded), is refused as ``invalid_arguments`` before anything is sent. A query pair
     whose value is exactly one placeholder is left out when that (optional) argument is
     absent. The arguments the URL does not use are sent as a JSON object body (so a ``GET`` or
     ``HEAD`` tool may have no other parameter).
@@ -222,7 +224,7 @@ class HttpTool(_Frozen):
             is a required string. Only the keywords `psych_core` validates are accepted.
         max_response_bytes: the most of a response body the model is given.
         timeout: seconds the whole call may take; None leaves the egress's own timeouts
-            (30 s per read, 10 s to connect).
+            (30 s per read, 10 s to connect, 300 s in all).
         safe_to_retry: True when sending the request twice does no harm (a GET, or an API
             that takes an idempotency key). A timeout of an unsafe request is settled
             ``unknown``: it may have reached the server.
@@ -431,6 +433,10 @@ class AgentSpec(_Frozen):
         output_type: a JSON schema the final answer must satisfy (a pydantic model class is
             turned into its schema); None for plain text.
         max_turns: how many times the model may be called while answering one user message.
+        output_retries: how many final answers that are not JSON, or break `output_type`, are
+            each answered with what was wrong and a request for a corrected answer before the
+            run fails with reason ``invalid_output``. A retry is a model call, so it counts
+            toward `max_turns`.
     """
 
     name: str = Field(min_length=1)
@@ -440,6 +446,7 @@ class AgentSpec(_Frozen):
     skills: tuple[Skill, ...] = ()
     output_type: dict[str, JsonValue] | None = None
     max_turns: int = Field(default=10, gt=0)
+    output_retries: int = Field(default=2, ge=0)
 
     @field_validator("output_type", mode="before")
     @classmethod

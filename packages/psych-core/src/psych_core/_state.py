@@ -112,6 +112,12 @@ class RunState:
 
     Build the empty state with `RunState.empty`, then `fold` each record into it.
     `spec` is needed only to decide (`next_action`); reading a status needs no spec.
+
+    Attributes:
+        last_model_seq: the seq of the latest `ModelCallFinished`.
+        output_rejections: the answers to the current user message that were rejected
+            (`OutputRejected`), as ``(answer seq, what was wrong)``; at most
+            ``output_retries + 1``, so it does not grow with the log.
     """
 
     run_id: str
@@ -128,7 +134,9 @@ class RunState:
     tool_calls: int = 0
     calls: tuple[CallState, ...] = ()
     last_text: str | None = None
+    last_model_seq: int | None = None
     answered: bool = False
+    output_rejections: tuple[tuple[int, str], ...] = ()
     usage: Usage = field(default_factory=Usage)
     failure_reason: str | None = None
     error: str | None = None
@@ -169,8 +177,8 @@ class RunState:
         """The run's answer: the final text, parsed as JSON when the spec asks for structure.
 
         None until the run completes. A final text that is not valid JSON under an
-        `output_type` is refused before completion, so parsing here cannot fail on a log the
-        runtime wrote.
+        `output_type` is rejected before completion (`OutputRejected`), so parsing here cannot
+        fail on a log the runtime wrote.
         """
         if self.status != "completed":
             return None

@@ -9,10 +9,9 @@ from psych_core import (
     RunStatus,
     ScopedStore,
     build_report,
-    fold_all,
-    status_of,
+    readable_status,
 )
-from psych_runtime.runtime import load_spec
+from psych_runtime.runtime import authorize, load_spec
 
 
 async def read_log(store: ScopedStore, run_id: str) -> list[Record]:
@@ -21,15 +20,19 @@ async def read_log(store: ScopedStore, run_id: str) -> list[Record]:
     Content kept in a `BlobStore` (through `OffloadingStore`) comes back whole. Like every
     reading function, it asks the store's policy first (``read``): `PolicyDenied`.
     """
-    store.authorize("read", run_id)
+    authorize(store, "read", run_id, function="read_log")
     return await store.read(run_id)
 
 
 async def status(store: ScopedStore, run_id: str) -> RunStatus:
-    """The run's status: small and JSON-serialisable, what a screen draws."""
-    store.authorize("read", run_id)
+    """The run's status: small and JSON-serialisable, what a screen draws.
+
+    It answers even for a corrupt log: ``failed`` with the reason ``corrupt_log`` and an
+    error naming the run and the seq that does not fit (`report` raises `CorruptLog`).
+    """
+    authorize(store, "read", run_id, function="status")
     records = await store.read(run_id)
-    return status_of(fold_all(RunState.empty(run_id), records))
+    return readable_status(run_id, records)
 
 
 async def report(store: ScopedStore, run_id: str) -> Report:
@@ -40,7 +43,7 @@ async def report(store: ScopedStore, run_id: str) -> Report:
     comes back whole, with its size (`ToolCallReport.result_bytes`), even when it was kept in
     a `BlobStore`.
     """
-    store.authorize("read", run_id)
+    authorize(store, "read", run_id, function="report")
     records = await store.read(run_id)
     spec = await load_spec(store.store, run_id, records)
     own = build_report(RunState.empty(run_id, spec), records)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -98,7 +99,12 @@ class Session:
         if missing is not None:
             raise missing
         run_id = await dispatch(
-            self.store, spec, text, idempotency_key=idempotency_key, clock=self._clock
+            self.store,
+            spec,
+            text,
+            idempotency_key=idempotency_key,
+            clock=self._clock,
+            secrets=self._services.secrets,
         )
         return await self.drive(run_id)
 
@@ -115,9 +121,11 @@ class Session:
         """
         await self.store.run(run_id)
         inner: Store = self.store.store
+        sent = asyncio.get_running_loop().time()
         claim = await inner.claim(self._worker_id, LEASE_TTL, run_id=run_id)
         if claim is not None:
-            return view_of(await execute_claim(inner, claim, self._services))
+            state = await execute_claim(inner, claim, self._services, claimed_at=sent)
+            return view_of(state)
         state = await load_state(inner, run_id)
         while not state.ended and state.status != "waiting":
             await inner.wait(run_id, state.last_seq, timeout=1.0)
@@ -150,8 +158,9 @@ async def session(
         store: where runs are kept; a new `MemoryStore` when omitted.
         scope: who the session acts for; ``Scope(tenant="default")`` when omitted.
         clock: where times come from; the system clock when omitted.
-        secrets: the secrets whose values must never be recorded: each value it knows is
-            redacted from tool results and error texts before they enter the log.
+        secrets: the secrets whose values must never be recorded: each value it knows, raw
+            or in a common encoding, is redacted from every record (the input, the model's
+            replies, tool arguments and results, signals, errors) before it enters the log.
         prices: the app's own prices; a model call the provider did not price itself is
             priced from them (source ``override``) when they know the model that served.
         approval_rules: named approval rules for tools declared with

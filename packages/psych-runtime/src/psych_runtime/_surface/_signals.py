@@ -30,6 +30,7 @@ from psych_core import (
     UserInput,
     fold_all,
 )
+from psych_runtime.runtime import authorize
 
 
 async def approve(
@@ -46,14 +47,14 @@ async def approve(
     A decision is single-use: a second `approve` or `deny` of the same call, even racing this
     one, raises `NotAwaitingApproval`, as does a call that is not waiting for a decision.
     """
-    store.authorize("approve", run_id)
+    authorize(store, "approve", run_id, function="approve")
     signal = Approve(call_id=call_id, by=by, note=note, arguments=arguments)
     return await _decide(store, run_id, call_id, signal)
 
 
 async def deny(store: ScopedStore, run_id: str, call_id: str, *, by: str, reason: str) -> int:
     """Deny the pending call `call_id`; the model is told who denied it and why."""
-    store.authorize("deny", run_id)
+    authorize(store, "deny", run_id, function="deny")
     return await _decide(store, run_id, call_id, Deny(call_id=call_id, by=by, reason=reason))
 
 
@@ -65,7 +66,7 @@ async def resume(
     `key` makes the resume single-use (a second one with the same key raises
     `DuplicateSignal`); a resume that arrives when nothing waits is recorded as ignored.
     """
-    store.authorize("resume", run_id)
+    authorize(store, "resume", run_id, function="resume")
     return await _send(store, run_id, Resume(payload=payload), key)
 
 
@@ -79,7 +80,7 @@ async def cancel(
 ) -> int:
     """Cancel a running or waiting run. Calls in flight get the worker's grace period, then
     are settled ``unknown``; calls that never began fail with reason ``cancelled``."""
-    store.authorize("cancel", run_id)
+    authorize(store, "cancel", run_id, function="cancel")
     return await _send(store, run_id, Cancel(reason=reason, by=by), key)
 
 
@@ -87,7 +88,7 @@ async def interrupt(
     store: ScopedStore, run_id: str, message: str, *, key: str | None = None
 ) -> int:
     """Add a user message to the run: the model sees it at its next turn."""
-    store.authorize("interrupt", run_id)
+    authorize(store, "interrupt", run_id, function="interrupt")
     return await _send(store, run_id, UserInput(text=message), key)
 
 

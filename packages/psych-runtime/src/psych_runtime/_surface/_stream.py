@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from psych_core import Record, RunState, ScopedStore, fold
+from psych_runtime.runtime import authorize
 
 
 async def stream(
@@ -18,7 +19,7 @@ async def stream(
     otherwise). `RunNotFound` outside the store's tenant; `PolicyDenied` when the store's
     policy does not allow ``read``.
     """
-    store.authorize("read", run_id)
+    authorize(store, "read", run_id, function="stream")
     await store.run(run_id)
     inner = store.store
     state = RunState.empty(run_id)

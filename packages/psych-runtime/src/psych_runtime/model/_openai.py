@@ -36,7 +36,12 @@ from psych_runtime.model._openai_wire import (
 )
 from psych_runtime.model._pricing import PriceTable
 from psych_runtime.model._retry import Backoff, retry_after, retryable_status
-from psych_runtime.model.egress import Egress, EgressPolicy, EgressResponse
+from psych_runtime.model.egress import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    Egress,
+    EgressPolicy,
+    EgressResponse,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _ERROR_BODY_LIMIT = 64 * 1024
@@ -60,8 +65,11 @@ class OpenAIChatClient:
     It sends the conversation, the tools and (when the spec asks for structured output) a JSON
     schema response format; reads whole or streamed answers (server-sent events, with
     ``stream_options.include_usage``); retries 429, 5xx and dropped connections with
-    exponential backoff and jitter, honouring ``Retry-After``; then tries
-    ``ModelRef.fallbacks`` in order. Every failed attempt is reported, so the log names it.
+    exponential backoff and jitter, honouring ``Retry-After`` (a LiteLLM gateway's
+    ``llm_provider-retry-after`` too); then tries ``ModelRef.fallbacks`` in order. Every
+    failed attempt is reported, so the log names it. Whatever the servers do, a call ends:
+    each attempt within `total_timeout`, each wait between attempts within `max_backoff` or
+    `max_retry_after`, and there are at most `max_attempts` per model.
 
     Usage comes from the provider's ``usage`` (missing when it sent none, never zero). Cost
     comes from the gateway when it reports one (``usage.cost``), else from `prices`, else from
@@ -88,6 +96,11 @@ class OpenAIChatClient:
         timeout: seconds to wait for each read of the answer (for the egress the client
             makes; an `Egress` of your own has its own).
         connect_timeout: seconds to wait for a connection (likewise).
+        total_timeout: seconds one attempt may take in all, the whole answer read (streamed
+            or not), whichever egress sends it; past it the attempt fails (retryable), even
+            when the server keeps sending keep-alive lines.
+        max_response_bytes: the longest answer read, whole or streamed; a longer one fails
+            the attempt (not retried).
         max_attempts: tries per model before moving to the next fallback.
         backoff: seconds before the first retry; doubled each retry, with jitter.
         max_backoff: the longest wait between retries.
@@ -109,6 +122,8 @@ class OpenAIChatClient:
         stream: bool = False,
         timeout: float = 120.0,
         connect_timeout: float = 10.0,
+        total_timeout: float = 600.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_attempts: int = 3,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
@@ -122,6 +137,12 @@ class OpenAIChatClient:
             )
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+        if not total_timeout > 0:
+            raise ValueError(
+                f"total_timeout must be a positive number of seconds, not {total_timeout!r}"
+            )
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be at least 1, not {max_response_bytes}")
         if isinstance(egress, Egress) and secrets is not None:
             raise ValueError("pass secrets to the Egress you give, not to the client as well")
         url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
@@ -134,6 +155,8 @@ class OpenAIChatClient:
         self.provider = provider
         self.stream = stream
         self.max_attempts = max_attempts
+        self.total_timeout = total_timeout
+        self.max_response_bytes = max_response_bytes
         self._backoff = Backoff(backoff, max_backoff, max_retry_after)
         self._accept = FINISH_REASONS | frozenset(accept_finish_reasons)
         # Read the bundled prices now, not on the event loop at the first answer.
@@ -211,6 +234,7 @@ class OpenAIChatClient:
                 json=body,
                 headers={"Accept": accept},
                 secret_headers=secret_headers,
+                total_timeout=self.total_timeout,
             ) as response:
                 if not 200 <= response.status < 300:
                     raise await self._http_failure(model, response)
@@ -228,10 +252,10 @@ class OpenAIChatClient:
     async def _read(self, response: EgressResponse, model: str) -> Reply:
         if self.stream:
             reader = StreamReader(model, self._accept)
-            async for line in response.lines():
+            async for line in response.lines(self.max_response_bytes):
                 reader.line(line)
             return reader.reply()
-        raw = await response.read()
+        raw = await response.read(self.max_response_bytes)
         try:
             data = json.loads(raw)
         except ValueError as exc:

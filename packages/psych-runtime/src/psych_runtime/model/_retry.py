@@ -38,20 +38,34 @@ class Backoff:
         return cap / 2 + random.uniform(0, cap / 2)
 
 
+UPSTREAM_PREFIX = "llm_provider-"
+"""How LiteLLM passes on the headers of the provider behind it (``llm_provider-retry-after``)."""
+
+
 def retry_after(headers: Mapping[str, str], now: dt.datetime | None = None) -> float | None:
     """Seconds the server asked to wait: ``retry-after-ms``, then ``Retry-After`` (seconds or
-    an HTTP date). None when it did not say, or said something unreadable."""
-    millis = headers.get("retry-after-ms")
+    an HTTP date); when the server is a gateway that said neither itself, the same headers of
+    the provider behind it as it passes them on (``llm_provider-retry-after-ms``, then
+    ``llm_provider-retry-after``). None when nobody said, or said something unreadable."""
+    for prefix in ("", UPSTREAM_PREFIX):
+        wait = _said(headers, prefix, now)
+        if wait is not None:
+            return wait
+    return None
+
+
+def _said(headers: Mapping[str, str], prefix: str, now: dt.datetime | None) -> float | None:
+    millis = headers.get(f"{prefix}retry-after-ms")
     if millis is not None:
         try:
-            return max(float(millis) / 1000, 0.0)
+            return _seconds(float(millis) / 1000)
         except ValueError:
             pass
-    value = headers.get("retry-after")
+    value = headers.get(f"{prefix}retry-after")
     if value is None:
         return None
     try:
-        return max(float(value), 0.0)
+        return _seconds(float(value))
     except ValueError:
         pass
     try:
@@ -62,3 +76,9 @@ def retry_after(headers: Mapping[str, str], now: dt.datetime | None = None) -> f
         when = when.replace(tzinfo=dt.UTC)
     now = now or dt.datetime.now(dt.UTC)
     return max((when - now).total_seconds(), 0.0)
+
+
+def _seconds(value: float) -> float:
+    if value != value:  # NaN: not a wait anyone meant
+        raise ValueError("not a number")
+    return max(value, 0.0)

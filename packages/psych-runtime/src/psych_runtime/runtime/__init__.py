@@ -1,5 +1,7 @@
 """The execution engine: admission, attempts, leases."""
 
+import logging
+
 from psych_runtime.runtime._attempt import Attempt, index_of
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._decide import ApprovalCheck
@@ -8,7 +10,8 @@ from psych_runtime.runtime._execute import Services, execute_claim
 from psych_runtime.runtime._execute_state import load_spec, load_state
 from psych_runtime.runtime._faults import POINTS, arm, disarm
 from psych_runtime.runtime._ids import new_run_id, new_worker_id
-from psych_runtime.runtime._lease import with_lease
+from psych_runtime.runtime._lease import Lease, with_lease
+from psych_runtime.runtime._scoped import authorize
 from psych_runtime.runtime._worker import Worker
 
 __all__ = [
@@ -28,5 +31,11 @@ __all__ = [
     "load_state",
     "new_run_id",
     "new_worker_id",
+    "Lease",
+    "authorize",
     "with_lease",
 ]
+
+# Quiet unless the app configures logging (as libraries should be): the worker logs claims,
+# completions, failures and lost leases under "psych_runtime.worker".
+logging.getLogger("psych_runtime").addHandler(logging.NullHandler())

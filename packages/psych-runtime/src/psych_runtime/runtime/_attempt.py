@@ -8,7 +8,10 @@ turn's `ModelCallFinished` and the starts of the calls it asked for go in one ap
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
+
+from pydantic_core import PydanticSerializationError
 
 from psych_core import (
     FINAL_STATUSES,
@@ -26,10 +29,13 @@ from psych_core import (
     Finished,
     FinishResumed,
     InboxPending,
+    ModelCallFinished,
     ModelClient,
     Notify,
     Policy,
     Record,
+    RecordTooLarge,
+    RejectOutput,
     RenewResult,
     RetryCalls,
     RunCalls,
@@ -66,10 +72,12 @@ from psych_runtime.model import (
     finished_record,
 )
 from psych_runtime.model.egress import Redactor
+from psych_runtime.runtime._batches import failed_reply, instead, parts, unrecordable
 from psych_runtime.runtime._children import collect_child, start_child
 from psych_runtime.runtime._clock import Clock
 from psych_runtime.runtime._decide import SETTLED_BY_CANCEL, ApprovalCheck, decide
 from psych_runtime.runtime._faults import reach
+from psych_runtime.runtime._lease import Lease
 from psych_runtime.tools import (
     InvalidArguments,
     ResolvedTool,
@@ -79,6 +87,8 @@ from psych_runtime.tools import (
     ToolRegistry,
     WaitFor,
 )
+
+log = logging.getLogger("psych_runtime.worker")
 
 CLOSING = (RunCompleted, RunFailed, RunCancelled, RunSuspended)
 """Bodies that suspend or end a run: always last in a batch, refused while signals are unseen."""
@@ -97,6 +107,7 @@ class Attempt:
         self,
         *,
         store: Store,
+        lease: Lease | None = None,
         state: RunState,
         scope: Scope,
         model: ModelClient,
@@ -113,6 +124,7 @@ class Attempt:
         if state.spec is None:
             raise ValueError(f"run {state.run_id}: an attempt needs the state folded with its spec")
         self.store = store
+        self.lease = lease
         self.state = state
         self.scope = scope
         self.model = model
@@ -159,14 +171,18 @@ class Attempt:
                     self.stopped = True
                     return self.state
                 case CallModel():
-                    await self._commit()
+                    if not await self._commit():
+                        continue
                     self._stage(await self._call_model())
                     reach("after_model_returned")
                 case RunCalls(calls):
-                    await self._commit()
+                    await self._ensure_lease_for(calls)
+                    if not await self._commit():
+                        continue
                     await self._run_calls(calls)
                 case CollectChildren(children):
-                    await self._commit()
+                    if not await self._commit():
+                        continue
                     for child in children:
                         self._stage(await collect_child(self.store, child))
                 case (
@@ -178,11 +194,27 @@ class Attempt:
                     | SettleCalls()
                     | Suspend()
                     | CancelRun()
+                    | RejectOutput()
                     | Complete()
                     | Fail()
                 ):
                     now = self.clock.now()
                     self._stage(decide(action, self._resolved, rules=self._rules, now=now))
+
+    async def _ensure_lease_for(self, calls: tuple[ToolCall, ...]) -> None:
+        """Before the starts of unsafe calls are committed: the lease must outlast them, so
+        that a call is not recorded as started (and later settled unknown) by an attempt
+        that already knows it cannot run it. Checked again right before each effect."""
+        if self.lease is None:
+            return
+        timeouts = [
+            tool.ref.timeout
+            for call in calls
+            if (tool := self._resolved.get(call.name)) is not None and not tool.ref.safe_to_retry
+        ]
+        if timeouts:
+            margins = [self.lease.safe_margin(timeout) for timeout in timeouts]
+            await self.lease.ensure(max(margins), f"the {len(calls)} call(s) of this turn")
 
     def _resolve(self) -> Mapping[str, ResolvedTool]:
         """The tools this run may call now: those the policy allows its scope; a child run
@@ -194,8 +226,9 @@ class Attempt:
 
     async def _start_child(self, call: ToolCall, tool: ResolvedTool, text: str) -> Body:
         assert isinstance(tool.ref, AgentTool)
+        allowed = tuple(self._resolved)
         child = await start_child(
-            self.store, self.state, call, tool.ref, text, tuple(self._resolved), self.clock
+            self.store, self.state, call, tool.ref, text, allowed, self.clock, self._redactor
         )
         return ChildStarted(call_id=call.call_id, child_run_id=child)
 
@@ -253,29 +286,55 @@ class Attempt:
             self.state = fold(self.state, record)
             self._staged.append(record)
 
-    async def _commit(self) -> None:
-        """Append the staged records in one batch; nothing happens when none are staged.
+    async def _commit(self) -> bool:
+        """Append the staged records; True when they were committed as staged (or none were).
+
+        They go in one batch when the store's limits allow it (the common case), else in
+        consecutive batches within them, all committed before the next effect. A record the
+        store cannot keep (too large, not valid text) is recorded as a failure the run can go
+        on from instead (`_batches.instead`), never raised out of the attempt; then, and when
+        a closing record was dropped for signals that arrived (`InboxPending`), this returns
+        False: the state changed, so the caller decides again before any effect.
+        """
+        if not self._staged:
+            return True
+        try:
+            return await self._commit_parts(measured=False)
+        except (RecordTooLarge, PydanticSerializationError) as exc:
+            self._replace_unrecordable(exc)
+            await self._commit_parts(measured=True)
+            return False
+
+    async def _commit_parts(self, *, measured: bool) -> bool:
+        all_parts = parts(self._staged, self.store.limits, measured=measured)
+        for number, part in enumerate(all_parts, start=1):
+            last = number == len(all_parts)
+            after = self.state if last else fold_all(self._committed, part)
+            if not await self._append(part, after, last=last):
+                return False
+        return True
+
+    async def _append(self, records: tuple[Record, ...], after: RunState, *, last: bool) -> bool:
+        """Append `records`, the oldest staged ones, as one batch; `after` is the state they
+        leave. False when the batch was refused for signals it would close the run past.
 
         A store that cannot be reached is asked again with the same batch (its `batch_id`
         makes the re-send safe) for up to `resend_for` seconds: an append whose answer was
         lost is never assumed to have failed, nor acted on before it is confirmed.
         """
-        if not self._staged:
-            return
-        records = tuple(self._staged)
         batch = Batch(
             records=records,
-            batch_id=f"{self.state.attempt}.{records[0].seq}",
-            index=index_of(self.state),
-            inbox_seen=self.state.inbox_seen,
-            notify=self._notices(records),
+            batch_id=f"{after.attempt}.{records[0].seq}",
+            index=index_of(after),
+            inbox_seen=after.inbox_seen,
+            notify=self._notices(records) if last else (),
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._resend_for
         delay = 0.05
         while True:
             try:
-                result = await self.store.append(self.state.run_id, self.state.attempt, batch)
+                result = await self.store.append(after.run_id, after.attempt, batch)
                 break
             except StoreUnavailable:
                 if loop.time() + delay > deadline:
@@ -287,21 +346,57 @@ class Attempt:
                 # what the batch records (effects' results are never thrown away), drop the
                 # closing decision, and let the loop move the signals in and decide again.
                 self.inbox_last = max(self.inbox_last, pending.inbox_last)
-                await self._commit_without_closing()
-                return
+                return await self._commit_without_closing()
         self.inbox_last = max(self.inbox_last, result.inbox_last)
-        self._committed = self.state
-        self._staged.clear()
+        self._committed = after
+        del self._staged[: len(records)]
         for kind in dict.fromkeys(record.body.type for record in records):
             reach(f"after_commit:{kind}")
+        return True
 
-    async def _commit_without_closing(self) -> None:
+    def _replace_unrecordable(self, refused: Exception) -> None:
+        """Stage again, in place of each record the store cannot keep, what `instead` says;
+        raise `refused` again when every record could be kept (a batch merely too large,
+        which measured parts fix)."""
+        found = {why.seq: why for why in unrecordable(self._staged, self.store.limits)}
+        if not found:
+            if isinstance(refused, RecordTooLarge):
+                return
+            raise refused
+        bodies: list[Body] = []
+        for record in self._staged:
+            why = found.get(record.seq)
+            if why is None:
+                bodies.append(record.body)
+                continue
+            replaced = instead(self.state.run_id, record.body, why)
+            if replaced is None:
+                # The calls the reply asked for cannot be recorded without it: what was
+                # staged from it on is dropped, and the run ends saying why.
+                assert isinstance(record.body, ModelCallFinished)
+                bodies.append(failed_reply(self.state.run_id, record.body, why))
+                break
+            bodies += replaced
+        log.warning(
+            "run %s attempt %d: %d record(s) could not be kept by the store and were "
+            "recorded as failures: %s",
+            self.state.run_id,
+            self.state.attempt,
+            len(found),
+            "; ".join(f"seq {why.seq}: {why.problem}" for why in found.values()),
+        )
+        self._staged = []
+        self.state = self._committed
+        self._stage(bodies)
+
+    async def _commit_without_closing(self) -> bool:
         kept = list(self._staged)
         while kept and isinstance(kept[-1].body, CLOSING):
             kept.pop()
         self._staged = kept
         self.state = fold_all(self._committed, kept)
         await self._commit()
+        return False
 
     # -- effects ----------------------------------------------------------------------------
 
@@ -344,8 +439,12 @@ class Attempt:
             while running := [task for task in tasks if not task.done()]:
                 self._heard.clear()
                 heard = asyncio.ensure_future(self._heard.wait())
-                await asyncio.wait([*running, heard], return_when=asyncio.FIRST_COMPLETED)
-                heard.cancel()
+                try:
+                    await asyncio.wait([*running, heard], return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    # Also when the attempt is cancelled here (a lost lease): a pending
+                    # future left behind is reported as destroyed while pending.
+                    heard.cancel()
                 _raise_first_error(tasks)
                 if self.inbox_last > self.state.inbox_seen:
                     async with self._commit_lock:
@@ -399,6 +498,11 @@ class Attempt:
         if tool.function is None:
             return await self._start_child(call, tool, arguments["input"])
         timeout = tool.ref.timeout
+        if self.lease is not None and not tool.ref.safe_to_retry:
+            # A stale attempt (paused past its lease, cut off from the store) must not start
+            # an effect that another attempt may already have settled `unknown`.
+            needed = self.lease.safe_margin(timeout)
+            await self.lease.ensure(needed, f"tool call {call.call_id} ({call.name!r})")
         try:
             async with asyncio.timeout(timeout):
                 result = await tool.function.invoke(arguments, context)

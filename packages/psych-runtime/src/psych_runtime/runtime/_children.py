@@ -25,6 +25,7 @@ from psych_core import (
     ToolCallFailed,
     ToolCallFinished,
 )
+from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._clock import Clock
 from psych_runtime.runtime._execute_state import load_state
 
@@ -42,8 +43,13 @@ async def start_child(
     text: str,
     allowed: tuple[str, ...],
     clock: Clock,
+    redactor: Redactor | None = None,
 ) -> str:
-    """Create the child run of `call` (or find the one an earlier attempt created)."""
+    """Create the child run of `call` (or find the one an earlier attempt created).
+
+    `redactor` is the parent attempt's: the child's input goes through it, as every record
+    the attempt writes does.
+    """
     assert parent.admitted is not None
     spec = ref.spec
     await store.put_spec(spec.version, spec.canonical_json())
@@ -53,14 +59,16 @@ async def start_child(
         seq=0,
         attempt=0,
         at=clock.now(),
-        body=RunAdmitted(
-            agent=spec.name,
-            spec_version=spec.version,
-            input=text,
-            scope=parent.admitted.scope,
-            parent_run_id=parent.run_id,
-            parent_call_id=call.call_id,
-            allowed_tools=allowed,
+        body=(redactor or Redactor()).body(
+            RunAdmitted(
+                agent=spec.name,
+                spec_version=spec.version,
+                input=text,
+                scope=parent.admitted.scope,
+                parent_run_id=parent.run_id,
+                parent_call_id=call.call_id,
+                allowed_tools=allowed,
+            )
         ),
     )
     new = NewRun(

@@ -18,6 +18,8 @@ from psych_core import (
     DenyCalls,
     Fail,
     FinishResumed,
+    OutputRejected,
+    RejectOutput,
     RetryCalls,
     RunCancelled,
     RunCompleted,
@@ -44,6 +46,7 @@ Decision = (
     | SettleCalls
     | Suspend
     | CancelRun
+    | RejectOutput
     | Complete
     | Fail
 )
@@ -101,6 +104,8 @@ def decide(
                 ToolCallSettled(call_id=c.call.call_id, note=SETTLED_BY_CANCEL) for c in began
             ]
             return [*bodies, RunCancelled(reason=reason)]
+        case RejectOutput(answer_seq, error, try_number):
+            return [OutputRejected(answer_seq=answer_seq, error=error, try_number=try_number)]
         case Complete():
             return [RunCompleted()]
         case Fail(reason, error):

@@ -8,10 +8,13 @@ from psych_core import (
     Record,
     RunAdmitted,
     ScopedStore,
+    SecretResolver,
     version_of,
 )
+from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._ids import new_run_id
+from psych_runtime.runtime._scoped import authorize
 
 
 async def dispatch(
@@ -21,6 +24,7 @@ async def dispatch(
     *,
     idempotency_key: str | None = None,
     clock: Clock | None = None,
+    secrets: SecretResolver | None = None,
 ) -> str:
     """Admit a run of `spec` on `input` and return its id at once; a worker will run it.
 
@@ -29,9 +33,10 @@ async def dispatch(
     existing run's id; the same key with another spec or input raises `IdempotencyConflict`.
     With a policy on `store` (``store.scoped(scope, policy=...)``), it must authorize
     ``dispatch`` of the agent (`spec.name`) first: `PolicyDenied` otherwise, and nothing is
-    saved.
+    saved. With `secrets` (the resolver the workers are given), every value it knows is
+    redacted from the recorded input, as from every record a worker writes.
     """
-    store.authorize("dispatch", spec.name)
+    authorize(store, "dispatch", spec.name, function="dispatch")
     now = (clock or SystemClock()).now()
     version = spec.version
     await store.store.put_spec(version, spec.canonical_json())
@@ -41,8 +46,12 @@ async def dispatch(
         seq=0,
         attempt=0,
         at=now,
-        body=RunAdmitted(agent=spec.name, spec_version=version, input=input, scope=store.scope),
+        body=Redactor(secrets).body(
+            RunAdmitted(agent=spec.name, spec_version=version, input=input, scope=store.scope)
+        ),
     )
+    # The hash is of the input as sent: the same request with another secret in it is another
+    # request, and a resolver that learns a value later must not change the hash.
     new = NewRun(
         run_id=run_id,
         tenant=store.tenant,

@@ -22,9 +22,11 @@ from psych_core import (
     Claim,
     Conflict,
     FoldError,
+    LeaseExpired,
     LeaseLost,
     ModelClient,
     Policy,
+    RunState,
     Sandbox,
     SecretResolver,
     Store,
@@ -62,7 +64,7 @@ class Worker:
             suffix by default.
         clock: where times in records come from.
         secrets: the secrets whose values must never be recorded: each value it knows is
-            redacted from tool results and error texts before they are written.
+            redacted, raw or encoded, from every record before it is written.
         prices: the app's own prices, for model calls the provider did not price.
         approval_rules: named approval rules, for tools declared with
             ``requires_approval="name"``: each takes the call's arguments and returns whether
@@ -160,11 +162,12 @@ class Worker:
             while not self.stopping:
                 claimed_any = False
                 while len(tasks) < self._concurrency and not self.stopping:
-                    claim = await self._claim()
-                    if claim is None:
+                    claimed = await self._claim()
+                    if claimed is None:
                         break
                     claimed_any = True
-                    tasks.add(asyncio.create_task(self._serve(claim), name=claim.run_id))
+                    claim, sent = claimed
+                    tasks.add(asyncio.create_task(self._serve(claim, sent), name=claim.run_id))
                 if until_idle and not tasks and not claimed_any:
                     return
                 waiters: set[asyncio.Future[Any]] = {*tasks, stop_wait}
@@ -172,9 +175,13 @@ class Worker:
                 if len(tasks) < self._concurrency:
                     work = asyncio.ensure_future(self.store.wait(None, -1, self._poll))
                     waiters.add(work)
-                await asyncio.wait(waiters, timeout=self._poll, return_when=asyncio.FIRST_COMPLETED)
-                if work is not None and not work.done():
-                    work.cancel()
+                try:
+                    await asyncio.wait(
+                        waiters, timeout=self._poll, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    if work is not None and not work.done():
+                        work.cancel()
                 finished = {task for task in tasks if task.done()}
                 for task in finished:
                     self._report_death(task)
@@ -195,7 +202,10 @@ class Worker:
                 "run %s: the attempt died (%r); its lease will expire", task.get_name(), error
             )
 
-    async def _claim(self) -> Claim | None:
+    async def _claim(self) -> tuple[Claim, float] | None:
+        """A claim, and the event loop's time when it was asked for (its lease counts from
+        then)."""
+        sent = asyncio.get_running_loop().time()
         try:
             claim = await self.store.claim(
                 self.worker_id, self._ttl, max_attempts=self._max_attempts
@@ -204,24 +214,39 @@ class Worker:
             log.warning("worker %s: store unavailable while claiming: %s", self.worker_id, exc)
             await asyncio.sleep(min(self._poll, 1.0))
             return None
-        if claim is not None:
-            reach("after_claim")
-        return claim
+        if claim is None:
+            return None
+        log.info(
+            "worker %s claimed run %s attempt %d (tenant %s)",
+            self.worker_id,
+            claim.run_id,
+            claim.attempt,
+            claim.tenant,
+        )
+        reach("after_claim")
+        return claim, sent
 
-    async def _serve(self, claim: Claim) -> None:
+    async def _serve(self, claim: Claim, claimed_at: float) -> None:
         run = f"run {claim.run_id} attempt {claim.attempt}"
         try:
             state = await execute_claim(
-                self.store, claim, self._services, should_stop=self._stopping.is_set
+                self.store,
+                claim,
+                self._services,
+                should_stop=self._stopping.is_set,
+                claimed_at=claimed_at,
             )
-            log.debug("%s stopped with status %s", run, state.status)
+            _log_stop(run, state)
+        except LeaseExpired as exc:
+            log.warning("%s stopped before its lease could run out: %s", run, exc)
         except LeaseLost as exc:
             log.warning("%s lost its lease and stopped: %s", run, exc)
         except ToolNotRegistered as exc:
             log.warning("%s: this worker cannot serve it (%s); released for another", run, exc)
             await self._release(claim, self._backoff)
         except (FoldError, pydantic.ValidationError) as exc:
-            # A record type or schema this worker does not know: a newer worker wrote it.
+            # A record type or schema this worker does not know: a newer worker wrote it. (A
+            # corrupt log never gets here: the attempt fails the run at once.)
             log.warning("%s: cannot read its log (%s); released for another worker", run, exc)
             await self._release(claim, self._backoff)
         except Conflict as exc:
@@ -236,3 +261,19 @@ class Worker:
     async def _release(self, claim: Claim, after: dt.timedelta) -> None:
         with contextlib.suppress(LeaseLost, StoreUnavailable):
             await self.store.release(claim.run_id, claim.attempt, self._clock.now() + after)
+
+
+def _log_stop(run: str, state: RunState) -> None:
+    # INFO for what an operator follows (a run ending, waiting, handed back); the records
+    # say the rest. Quiet unless the app configures logging, as libraries should be.
+    match state.status:
+        case "completed":
+            log.info("%s completed", run)
+        case "failed":
+            log.info("%s failed (%s): %s", run, state.failure_reason, state.error)
+        case "cancelled":
+            log.info("%s was cancelled", run)
+        case "waiting":
+            log.info("%s is waiting (%s)", run, state.waiting)
+        case _:
+            log.info("%s stopped with status %s (the worker is draining)", run, state.status)

@@ -15,7 +15,7 @@ import http
 import json
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from pydantic import JsonValue
 
@@ -31,9 +31,9 @@ from psych_core import (
 )
 
 # The one import from `model` that `tools` makes (DESIGN section 2): the egress seam.
-from psych_runtime.model.egress import Egress, EgressResponse
+from psych_runtime.model.egress import DEFAULT_TOTAL_TIMEOUT, Egress, EgressResponse
 from psych_runtime.model.egress import EgressPolicy as EgressPolicy
-from psych_runtime.tools._code import ToolRaised
+from psych_runtime.tools._code import InvalidArguments, ToolRaised
 from psych_runtime.tools._context import ToolContext
 from psych_runtime.tools._declared import (
     may_have_happened,
@@ -57,13 +57,20 @@ class HttpTools:
             its host allowlist to the tool's host. `EgressPolicy()` (public addresses only)
             when None.
         secrets: where the secrets named in headers come from.
+        total_timeout: seconds a request of a tool without a `HttpTool.timeout` may take in
+            all, body included: no server holds a call open longer, however it drips.
     """
 
     def __init__(
-        self, policy: EgressPolicy | None = None, secrets: SecretResolver | None = None
+        self,
+        policy: EgressPolicy | None = None,
+        secrets: SecretResolver | None = None,
+        *,
+        total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
     ) -> None:
         self.policy = policy or EgressPolicy()
         self.secrets = secrets
+        self.total_timeout = total_timeout
         self._egresses: dict[str, Egress] = {}
 
     def bind(self, ref: HttpTool) -> HttpCall:
@@ -72,7 +79,9 @@ class HttpTools:
         egress = self._egresses.get(url.host)
         if egress is None:
             policy = dataclasses.replace(self.policy, allow_hosts=(url.host,))
-            egress = self._egresses[url.host] = Egress(policy, secrets=self.secrets)
+            egress = self._egresses[url.host] = Egress(
+                policy, secrets=self.secrets, total_timeout=self.total_timeout
+            )
         return HttpCall(ref, url, egress)
 
     async def aclose(self) -> None:
@@ -96,8 +105,19 @@ class HttpCall:
         return ToolDefinition(self.ref.name, text, self.ref.arguments_schema)
 
     def validate(self, arguments: str) -> dict[str, Any]:
-        """The model's arguments, checked against the tool's schema."""
-        return parse_arguments(self.ref.arguments_schema, arguments)
+        """The model's arguments, checked against the tool's schema and the URL's path.
+
+        A path argument fills exactly one path segment. A value that would not (one holding
+        ``/`` or ``\\``, or leaving a segment empty, ``.`` or ``..``, even percent-encoded)
+        is refused here, before the call starts, rather than encoded: servers and proxies
+        commonly decode ``%2F`` and resolve ``%2E%2E`` before routing, so no encoding keeps
+        such a value one segment on every server.
+        """
+        parsed = parse_arguments(self.ref.arguments_schema, arguments)
+        problems = _path_problems(self.url.path, parsed)
+        if problems:
+            raise InvalidArguments("; ".join(problems))
+        return parsed
 
     def target(self, arguments: dict[str, Any]) -> str:
         """The URL for these arguments; every value percent-encoded where it goes."""
@@ -143,6 +163,9 @@ class HttpCall:
                 secret_headers=ref.headers,
                 json=self.body(arguments),
                 timeout=ref.timeout,
+                # The whole call's bound, however the server drips; when the tool sets
+                # none, the egress's own.
+                total_timeout=ref.timeout,
             ) as response:
                 if 200 <= response.status < 300:
                     data, cut = await response.read_prefix(ref.max_response_bytes)
@@ -157,6 +180,42 @@ class HttpCall:
                 raise ran_out_of_time(ref, f"tool {ref.name!r}: {exc}") from None
             raise may_have_happened(ref, f"tool {ref.name!r}: {exc}") from None
         raise ToolRaised(_failure(ref, response, data, cut))
+
+
+def _path_problems(path: str, arguments: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    for segment in path.split("/"):
+        names = placeholders(segment, "url path")
+        if not names or any(name not in arguments for name in names):
+            continue  # the schema check has said what is missing
+        values = {name: render(arguments[name]) for name in names}
+        slashed = [name for name, value in values.items() if _splits(value)]
+        for name in slashed:
+            problems.append(
+                f"{name}: {values[name]!r} holds a '/' or '\\', which would add a path "
+                "segment to the URL; give one segment"
+            )
+        filled = _fully_decoded(segment.format_map(values))
+        if not slashed and filled in ("", ".", ".."):
+            given = " ".join(repr(values[name]) for name in names)
+            problems.append(
+                f"{', '.join(names)}: {given} would turn the URL's path segment {segment!r} "
+                f"into {filled!r}, which moves the request to another path; give a value "
+                "that names one thing"
+            )
+    return problems
+
+
+def _splits(value: str) -> bool:
+    decoded = _fully_decoded(value)
+    return "/" in decoded or "\\" in decoded
+
+
+def _fully_decoded(text: str) -> str:
+    # Some servers decode twice: judge what is left after every layer of %-encoding is gone.
+    while (decoded := unquote(text)) != text:
+        text = decoded
+    return text
 
 
 def _names_secrets(ref: HttpTool) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import codecs
 import ipaddress
 import socket
 import string
@@ -22,6 +24,10 @@ from psych_runtime.model.egress._policy import (
 from psych_runtime.model.egress._redact import Redactor
 
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""The longest response body read, whole or line by line, unless a caller says otherwise."""
+
+DEFAULT_TOTAL_TIMEOUT = 300.0
+"""Seconds one request may take in all, body included, unless a caller says otherwise."""
 
 # Failures that happen before a request can reach the server: no connection was made.
 _NEVER_SENT = (
@@ -65,11 +71,7 @@ class EgressResponse:
             async for chunk in self._response.aiter_bytes():
                 size += len(chunk)
                 if size > limit:
-                    raise EgressError(
-                        f"{self.url}: the response is longer than {limit} bytes; refused",
-                        url=self.url,
-                        retryable=False,
-                    )
+                    raise self._too_long(limit)
                 chunks.append(chunk)
         except httpx.HTTPError as exc:
             raise self._fail(exc) from None
@@ -93,13 +95,62 @@ class EgressResponse:
             raise self._fail(exc) from None
         return b"".join(chunks), False
 
-    async def lines(self) -> AsyncIterator[str]:
-        """The body line by line, as it arrives (for server-sent events)."""
+    async def lines(self, limit: int = DEFAULT_MAX_RESPONSE_BYTES) -> AsyncIterator[str]:
+        """The body line by line, as it arrives (for server-sent events), decoded as UTF-8.
+
+        Lines end at ``\\n``, ``\\r\\n`` or ``\\r``, the endings server-sent events allow.
+        `EgressError` when the body breaks off or, counted in bytes as they arrive (so one
+        endless line is caught too), goes past `limit`: the same cap as `read`.
+        """
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        splitter = _LineSplitter()
+        size = 0
         try:
-            async for line in self._response.aiter_lines():
-                yield line
+            async for chunk in self._response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise self._too_long(limit)
+                for line in splitter.feed(decoder.decode(chunk)):
+                    yield line
         except httpx.HTTPError as exc:
             raise self._fail(exc) from None
+        for line in splitter.feed(decoder.decode(b"", final=True)) + splitter.flush():
+            yield line
+
+    def _too_long(self, limit: int) -> EgressError:
+        return EgressError(
+            f"{self.url}: the response is longer than {limit} bytes; refused",
+            url=self.url,
+            retryable=False,
+        )
+
+
+class _LineSplitter:
+    """Splits text that arrives in pieces into lines, in time linear in its length."""
+
+    def __init__(self) -> None:
+        self._start: list[str] = []  # the line begun so far
+        self._cr = False  # the last piece ended in "\r": a "\n" may follow in the next
+
+    def feed(self, text: str) -> list[str]:
+        if self._cr:
+            text, self._cr = "\r" + text, False
+        if text.endswith("\r"):
+            text, self._cr = text[:-1], True
+        pieces = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        if len(pieces) == 1:
+            self._start.append(pieces[0])
+            return []
+        pieces[0] = "".join(self._start) + pieces[0]
+        self._start = [pieces.pop()]
+        return pieces
+
+    def flush(self) -> list[str]:
+        rest, self._start = "".join(self._start), []
+        if self._cr:
+            self._cr = False
+            return [rest]
+        return [rest] if rest else []
 
 
 class Egress:
@@ -121,6 +172,9 @@ class Egress:
         secrets: where secret values come from.
         timeout: seconds to wait for each read, write or pool slot.
         connect_timeout: seconds to wait for a connection.
+        total_timeout: seconds a request may take in all, from resolving its host to the
+            last byte of its body (a server that keeps sending keep-alive lines can hold a
+            request past every read timeout, never past this).
         resolver: how host names are resolved; the system resolver when omitted.
         transport: the httpx transport requests are handed to once the policy passed them
             (a test double, say); one connection pool per host when omitted.
@@ -133,11 +187,13 @@ class Egress:
         secrets: SecretResolver | None = None,
         timeout: float = 30.0,
         connect_timeout: float = 10.0,
+        total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
         resolver: HostResolver | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.policy = policy or EgressPolicy()
         self.secrets = secrets
+        self.total_timeout = _positive("total_timeout", total_timeout)
         self._redactor = Redactor(secrets)
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
         self._guard = _GuardedTransport(self.policy, resolver or system_resolve, transport)
@@ -157,6 +213,7 @@ class Egress:
         json: Any = None,
         content: bytes | None = None,
         timeout: float | None = None,
+        total_timeout: float | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> EgressResponse:
         """Send a request and read the whole response.
@@ -169,7 +226,10 @@ class Egress:
                 ``{"Authorization": "Bearer {OPENAI_API_KEY}"}``; filled in at send time.
             json: a body to send as JSON.
             content: a raw body.
-            timeout: seconds for this request, instead of the egress's own.
+            timeout: seconds for each read, write or connection of this request, instead of
+                the egress's own.
+            total_timeout: seconds this whole request may take, instead of the egress's own;
+                past it the request fails with `EgressError` (``timed_out``).
             max_response_bytes: a longer response is refused with `EgressError`.
         """
         async with self.stream(
@@ -180,6 +240,7 @@ class Egress:
             json=json,
             content=content,
             timeout=timeout,
+            total_timeout=total_timeout,
         ) as response:
             await response.read(max_response_bytes)
             return response
@@ -195,20 +256,54 @@ class Egress:
         json: Any = None,
         content: bytes | None = None,
         timeout: float | None = None,
+        total_timeout: float | None = None,
     ) -> AsyncIterator[EgressResponse]:
         """Send a request and yield the response with its body still to read.
 
         ``async with egress.stream("POST", url, json=body) as response:``, then
-        ``async for line in response.lines()``. Arguments as for `request`.
+        ``async for line in response.lines()``. Arguments as for `request`. The total timeout
+        covers the whole block: reading the body inside it counts.
         """
         shown = self.redact(url)
+        limit = self.total_timeout
+        if total_timeout is not None:
+            limit = _positive("total_timeout", total_timeout)
+        deadline = asyncio.timeout(limit)
+        try:
+            async with deadline:
+                raw = await self._send(
+                    method, url, shown, headers, secret_headers, json, content, timeout
+                )
+                try:
+                    yield EgressResponse(
+                        raw, url=shown, fail=lambda exc: self._failure(method, shown, exc)
+                    )
+                finally:
+                    await raw.aclose()
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the block's own, not this deadline's
+            raise EgressError(
+                f"{method} {shown}: no whole response within the total timeout of {limit:g} s "
+                "(the server kept the request open); retry later or raise total_timeout",
+                url=shown,
+                timed_out=True,
+            ) from None
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        shown: str,
+        headers: Mapping[str, str] | None,
+        secret_headers: Mapping[str, str] | None,
+        json: Any,
+        content: bytes | None,
+        timeout: float | None,
+    ) -> httpx.Response:
         all_headers = dict(headers or {})
         all_headers.update(await self._fill(secret_headers or {}))
         client = self._http()
-
-        def fail(exc: Exception) -> EgressError:
-            return self._failure(method, shown, exc)
-
         try:
             request = client.build_request(
                 method,
@@ -218,7 +313,7 @@ class Egress:
                 content=content,
                 timeout=httpx.Timeout(timeout) if timeout is not None else self._timeout,
             )
-            response = await client.send(request, stream=True)
+            return await client.send(request, stream=True)
         except EgressRefused as exc:
             # The guard knows nothing of secrets: redact its message here.
             raise EgressRefused(
@@ -233,11 +328,7 @@ class Egress:
                 timed_out=exc.timed_out,
             ) from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise fail(exc) from None
-        try:
-            yield EgressResponse(response, url=shown, fail=fail)
-        finally:
-            await response.aclose()
+            raise self._failure(method, shown, exc) from None
 
     async def aclose(self) -> None:
         """Close every connection this egress holds, and the transport it was given."""
@@ -418,3 +509,9 @@ def _pinned(request: httpx.Request, address: str) -> httpx.Request:
 
 def _default_port(scheme: str) -> int:
     return 443 if scheme == "https" else 80
+
+
+def _positive(name: str, seconds: float) -> float:
+    if not seconds > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, not {seconds!r}")
+    return seconds
