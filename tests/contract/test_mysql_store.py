@@ -1,7 +1,8 @@
 """MySQLStore passes the store contract suite, each test in a fresh database of the server
 PSYCH_TEST_MYSQL_DSN names; then what is its own: migrations from several processes under
-GET_LOCK, round trips per call, answers lost on the wire, deadlocks and lock waits retried,
-the settings in force, and server errors translated."""
+GET_LOCK, round trips per call, answers lost on the wire (the writes' or the COMMIT's), a
+transaction its client abandoned, deadlocks and lock waits retried, the settings in force, and
+server errors translated. (`test_mysql_atomicity.py` kills clients mid-append and mid-claim.)"""
 
 from __future__ import annotations
 
@@ -243,7 +244,9 @@ async def test_a_database_that_does_not_exist_says_how_to_create_it() -> None:
 # -- round trips ---------------------------------------------------------------------------
 
 
-async def test_an_append_is_one_round_trip(database: str, proxy: Proxy) -> None:
+async def test_round_trips_per_call(database: str, proxy: Proxy) -> None:
+    # A transaction that writes more than one statement costs one round trip more than its
+    # statements need: its COMMIT goes alone, once the client has checked every answer.
     async with MySQLStore(via(proxy, database)) as store:
         await store.migrate()
         await admit(store, "run-1")
@@ -271,30 +274,34 @@ async def test_an_append_is_one_round_trip(database: str, proxy: Proxy) -> None:
         await cost("read", store.read("run-1"))
         await cost("delete_run", store.delete_run(TENANT, "run-3"))
     assert costs == {
-        "append": 1,
-        "append of three records": 1,
-        "re-sent append": 2,  # the batch is refused, then a second read recognises it
-        "renew": 1,
-        "signal": 1,
+        "append": 2,  # the writes, then COMMIT
+        "append of three records": 2,
+        "re-sent append": 2,  # the batch is refused, then rolled back as a read recognises it
+        "renew": 1,  # one write: all or nothing by itself
+        "signal": 2,
         "release": 1,
-        "claim": 2,  # take the run (FOR UPDATE SKIP LOCKED), then write the attempt
-        "create_run": 1,
+        "claim": 3,  # take the run (FOR UPDATE SKIP LOCKED), write the attempt, COMMIT
+        "create_run": 2,
         "read": 1,
-        "delete_run": 1,
+        "delete_run": 2,
     }
 
 
+@pytest.mark.parametrize("lost", ["writes", "commit"])
 async def test_an_append_whose_answer_is_lost_is_sent_again_and_written_once(
-    database: str, proxy: Proxy
+    database: str, proxy: Proxy, lost: str
 ) -> None:
     async with MySQLStore(via(proxy, database)) as store:
         await store.migrate()
         await admit(store, "run-1")
         assert await store.claim("worker-1", LEASE) is not None
         batch = one("run-1", 2, 1, "b2")
-        proxy.lose_answers(1)
+        if lost == "writes":  # the server makes the writes, never committed: rolled back
+            proxy.lose_answers(1)
+        else:  # the server commits, for a client that is gone
+            proxy.cut("COMMIT")
         result = await store.append("run-1", 1, batch)
-        assert proxy.lost == 1
+        assert proxy.lost + len(proxy.interruptions) == 1
         assert result.inbox_last == 0
         log = await store.read("run-1")
         assert [r.seq for r in log] == [0, 1, 2]
@@ -309,14 +316,48 @@ async def test_a_claim_whose_answer_is_lost_is_unavailable_and_its_lease_expires
     async with MySQLStore(via(proxy, database)) as store:
         await store.migrate()
         await admit(store, "run-1")
-        proxy.lose_answers(2)  # both round trips of the claim: the second commits it
+        proxy.cut("COMMIT")  # the claim's last round trip: the server commits it, unanswered
         with pytest.raises(StoreUnavailable, match="may or may not have been applied"):
             await store.claim("worker-1", dt.timedelta(seconds=0.3))
+        assert [i.command for i in proxy.interruptions] == ["COMMIT"]
         await asyncio.sleep(0.5)
         again = await store.claim("worker-2", LEASE)
         assert again is not None
         assert again.run_id == "run-1"
-        assert again.attempt in (1, 2), "the lost claim took attempt 1, or never happened"
+        assert again.attempt == 2, "the lost claim took attempt 1, and its lease expired"
+
+
+async def test_a_transaction_its_client_abandoned_is_ended_by_the_server(
+    database: str, proxy: Proxy
+) -> None:
+    # A network cut after an append's writes, before its COMMIT: the server's session holds
+    # the run row's lock and hears nothing more. It ends once idle in its transaction longer
+    # than any call may take (the store's timeout), and the row is free again.
+    async with (
+        MySQLStore(url_for(database)) as store,
+        MySQLStore(via(proxy, database), timeout=1.0) as cut_off,
+    ):
+        await store.migrate()
+        await admit(store, "run-1")
+        assert await store.claim("worker-1", LEASE) is not None
+        assert await cut_off.get_run(TENANT, "run-1") is not None  # connected (and its COMMIT)
+        proxy.freeze("COMMIT")
+        with pytest.raises(StoreUnavailable, match="may or may not have been applied"):
+            await cut_off.append("run-1", 1, one("run-1", 2, 1, "lost"))
+        [session] = proxy.sessions
+        open_transactions = (
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX "
+            f"WHERE trx_mysql_thread_id = {session}"
+        )
+        assert await rows(database, open_transactions) == [(1,)], "it holds the run row"
+        await store.append("run-1", 1, one("run-1", 2, 1, "after"))  # waits for the row
+        assert await rows(database, open_transactions) == [(0,)]
+        log = await store.read("run-1")
+    assert [r.seq for r in log] == [0, 1, 2]
+    body = log[2].body
+    assert isinstance(body, ToolCallFinished) and body.call_id == "2.0"
+    found = await rows(database, "SELECT batch_id FROM {db}.psych_records WHERE seq = 2")
+    assert found == [(b"after",)]
 
 
 async def test_a_create_run_whose_answer_is_lost_is_sent_again_and_admits_once(

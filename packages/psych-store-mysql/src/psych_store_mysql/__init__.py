@@ -1,8 +1,9 @@
 """psych_store_mysql: Psych Runtime's store on MySQL 8 and MariaDB 10.6+.
 
 `MySQLStore` keeps runs, their logs, their inboxes and their specs in one database that
-request handlers and workers on any number of hosts share. An append is one round trip; claims
-use ``SELECT ... FOR UPDATE SKIP LOCKED``; leases follow the server's clock. It passes the
+request handlers and workers on any number of hosts share. An append is one transaction of two
+round trips, committed only once the client has seen every write of it succeed; claims use
+``SELECT ... FOR UPDATE SKIP LOCKED``; leases follow the server's clock. It passes the
 store contract suite (`psych_runtime.testing.store_contract`) unchanged.
 """
 

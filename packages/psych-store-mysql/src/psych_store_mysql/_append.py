@@ -1,27 +1,27 @@
-"""`append`: one multi-statement round trip that writes all of a batch or none of it.
+"""`append`: one transaction that writes all of a batch or none of it, in two round trips.
 
-The batch is one ``COM_QUERY`` ending in ``COMMIT``::
+The first round trip is one text that opens the transaction and makes every write::
 
     START TRANSACTION;
     UPDATE psych_runs SET <index columns>, next_seq = F + N,
             inbox_last = LAST_INSERT_ID(inbox_last)     -- handed back in the OK packet
         WHERE run_id = R AND attempt = A AND next_seq = F AND lease_owner IS NOT NULL
           AND <not ended> [AND inbox_last <= SEEN];     -- the fence, the seq, the inbox
-    SET @psych_ok = ROW_COUNT();                        -- 1 when every check passed
+    SET @psych_ok = ROW_COUNT();
     INSERT INTO psych_records ... SELECT ... FROM DUAL WHERE @psych_ok = 1;   -- per record
     <each notice, when @psych_ok = 1>
-    COMMIT
 
 The ``UPDATE`` takes the run row's lock and checks everything at once, on the row's latest
-committed version; every later write is conditioned on it, so a refused batch writes nothing
-(the ``COMMIT`` then commits an empty transaction). Its OK packet says whether it matched the
-row (the connection reports matched rows) and carries ``inbox_last`` as the statement's
-``LAST_INSERT_ID``, so the batch returns no result set at all: reading one costs more than
-the rest of the batch's answers together. No ``UPDATE ... RETURNING``, no writing CTE, no
-stored procedure: the SQL MySQL 8 and MariaDB 10.6 share.
+committed version. Its OK packet says whether it matched the row (the connection reports
+matched rows) and carries ``inbox_last`` as the statement's ``LAST_INSERT_ID``, so the text
+returns no result set: reading one costs more than the rest of its answers together. The
+second round trip is ``COMMIT``, sent only when the ``UPDATE`` matched, every ``INSERT``
+wrote its record and every notice was numbered and written alike (`_transaction` says why
+the ``COMMIT`` is never part of the text). ``@psych_ok`` spares a refused batch its writes;
+what makes the batch all or nothing is that the client commits only what it saw.
 
-Only when the batch was refused does the store read again (a second round trip, on a fresh
-snapshot) to say why, in the contract's order; that read is also what recognises a re-sent
+A refused batch is rolled back in the same round trip that reads the run again, on a fresh
+snapshot, to say why, in the contract's order; that read is also what recognises a re-sent
 batch (its ``batch_id`` and attempt at its first seq), which then succeeds without writing.
 A refusal is final: the run row only moves forward (attempts and seqs grow, an ended run
 stays ended, a lost lease comes back only with a new attempt), so what failed the ``UPDATE``
@@ -43,8 +43,8 @@ from psych_core import (
     StoreError,
     StoreLimits,
 )
-from psych_store_mysql._driver import Connection
-from psych_store_mysql._inbox import deliver
+from psych_store_mysql._driver import Connection, Result
+from psych_store_mysql._inbox import DELIVER_STATEMENTS, deliver, delivery_checks
 from psych_store_mysql._literals import (
     decode,
     identifier,
@@ -53,6 +53,10 @@ from psych_store_mysql._literals import (
     text,
 )
 from psych_store_mysql._reads import NOT_FINAL
+from psych_store_mysql._transaction import commit, unexpected
+
+_FIRST_INSERT = 3
+"""The answers before the first record's ``INSERT``: ``START TRANSACTION``, ``UPDATE``, ``SET``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +100,8 @@ def encode(run_id: str, batch: Batch, limits: StoreLimits) -> Encoded:
 
 
 def statements(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) -> str:
-    """The one round trip of a well-formed, non-empty batch (see the module docstring)."""
+    """The first round trip of a well-formed, non-empty batch (see the module docstring):
+    it leaves the transaction open, for `append` to commit once it has checked the answers."""
     run = identifier(run_id, "run id")
     first = batch.records[0].seq
     index = batch.index
@@ -134,7 +139,6 @@ def statements(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) 
         )
     for notice in batch.notify:
         parts += deliver(notice.run_id, notice.key, notice.signal, only_if="@psych_ok = 1")
-    parts.append("COMMIT")
     return ";\n".join(parts)
 
 
@@ -142,25 +146,54 @@ async def append(
     conn: Connection, run_id: str, attempt: int, batch: Batch, encoded: Encoded
 ) -> int:
     """Add a batch; see `Store.append` for the checks and their order. Returns inbox_last."""
-    if batch.records and encoded.problem is None:
-        update = (await conn.batch(statements(run_id, attempt, batch, encoded.texts)))[1]
-        if update.rowcount == 1:
-            return update.insert_id
-    return await explain(conn, run_id, attempt, batch, encoded)
+    if not batch.records or encoded.problem is not None:
+        return await explain(conn, run_id, attempt, batch, encoded)
+    answers = await conn.batch(statements(run_id, attempt, batch, encoded.texts))
+    update = answers[1]
+    if update.rowcount != 1:
+        return await explain(conn, run_id, attempt, batch, encoded, rollback=True)
+    await commit(conn, _disagreement(run_id, attempt, batch, answers))
+    return update.insert_id
+
+
+def _disagreement(run_id: str, attempt: int, batch: Batch, answers: list[Result]) -> str | None:
+    """What is wrong with the answers of a batch whose ``UPDATE`` matched, else None."""
+    first = batch.records[0].seq
+    inserts = answers[_FIRST_INSERT : _FIRST_INSERT + len(batch.records)]
+    checks = [(f"records written at seq {first + i}", 1, a.rowcount) for i, a in enumerate(inserts)]
+    start = _FIRST_INSERT + len(batch.records)
+    for n, notice in enumerate(batch.notify):
+        offset = start + n * DELIVER_STATEMENTS
+        checks += delivery_checks(notice.run_id, answers[offset : offset + DELIVER_STATEMENTS])
+    wanted = start + len(batch.notify) * DELIVER_STATEMENTS
+    checks.append(("answers to the statements", wanted, len(answers)))
+    what = f"run {run_id}: the append of batch {batch.batch_id} (attempt {attempt}, seq {first})"
+    return unexpected(what, checks)
 
 
 async def explain(
-    conn: Connection, run_id: str, attempt: int, batch: Batch, encoded: Encoded
+    conn: Connection,
+    run_id: str,
+    attempt: int,
+    batch: Batch,
+    encoded: Encoded,
+    *,
+    rollback: bool = False,
 ) -> int:
     """Read the run again and raise what refused the batch, in the contract's order; or
-    return inbox_last when there is nothing to refuse (an empty or a re-sent batch)."""
+    return inbox_last when there is nothing to refuse (an empty or a re-sent batch).
+
+    Args:
+        rollback: end the refused batch's open transaction first, in the same round trip.
+    """
     run = identifier(run_id, "run id")
     first = batch.records[0].seq if batch.records else 0
-    result = await conn.one(
+    read = (
         "SELECT r.attempt, r.next_seq, r.status, r.lease_owner IS NOT NULL, r.inbox_last, "
         "b.batch_id, b.attempt FROM psych_runs r LEFT JOIN psych_records b "
         f"ON b.run_id = r.run_id AND b.seq = {integer(first)} WHERE r.run_id = {run}"
     )
+    result = (await conn.batch(f"ROLLBACK;\n{read}" if rollback else read))[-1]
     if not result.rows:
         raise RunNotFound(run_id)
     current, next_seq, status, leased, inbox_last, stored_batch, stored_attempt = result.rows[0]

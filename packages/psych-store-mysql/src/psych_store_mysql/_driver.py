@@ -12,7 +12,11 @@ Every connection runs with:
 - a ``sql_mode`` of our own: strict (a value that does not fit is an error, never
   truncated), without ``NO_BACKSLASH_ESCAPES`` or ``ANSI_QUOTES`` (see `_literals`);
 - ``innodb_lock_wait_timeout``: how long a statement waits for a row lock;
-- ``utf8mb4``, and the ``FOUND_ROWS`` flag: an ``UPDATE`` reports the rows it matched.
+- ``utf8mb4``, and the ``FOUND_ROWS`` flag: an ``UPDATE`` reports the rows it matched;
+- on MariaDB, ``idle_transaction_timeout``: a session left inside a transaction longer than
+  any call may take (its client is gone without closing the socket: a host lost, a network
+  cut) is ended by the server, which rolls it back and frees its row locks. MySQL has no such
+  setting; there the session lasts until the server notices the dead socket.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class Settings:
     unix_socket: str | None = None
     connect_timeout: float = 10.0
     lock_wait_timeout: int = 10
+    idle_transaction_timeout: int = 31
     ssl: ssl.SSLContext | None = None
 
     def __repr__(self) -> str:
@@ -79,18 +84,26 @@ class Connection:
     """One server session.
 
     Attributes:
-        sent: whether a statement was sent since `reset_sent` (so its effect is unknown
-            when the answer is lost).
+        sent: whether a statement was sent since the pool cleared it (so its effect is
+            unknown when the answer is lost).
         last_used: `time.monotonic` of the last statement.
     """
 
-    __slots__ = ("_max_packet", "_raw", "last_used", "sent")
+    __slots__ = ("_in_doubt", "_max_packet", "_raw", "last_used", "sent")
 
     def __init__(self, raw: Any, max_packet: int) -> None:
         self._raw = raw
         self._max_packet = max_packet
+        self._in_doubt = False
         self.sent = False
         self.last_used = time.monotonic()
+
+    @property
+    def in_doubt(self) -> bool:
+        """Whether the last text sent was not answered in full (an error part-way, a lost
+        connection, a cancelled call): which of its statements ran, and whether a
+        transaction is open, is then unknown, so the session must be closed, never reused."""
+        return self._in_doubt
 
     @property
     def closed(self) -> bool:
@@ -135,6 +148,13 @@ class Connection:
         The server runs the statements in order and stops at the first error, which is raised
         here after the results before it were read; a transaction the batch opened is then
         still open, and the caller must roll it back or close the connection.
+
+        Never send a write and the ``COMMIT`` that makes it durable in one text: the server may
+        run such a text differently from what it says once its client has gone. MariaDB keeps
+        running the statements after it failed to send one's answer, with ``ROW_COUNT()`` of
+        that statement -1, so writes conditioned on it are skipped and the ``COMMIT`` commits
+        the rest. A ``COMMIT`` sent alone, after every answer of the transaction was read and
+        checked, commits only what the client saw.
         """
         if 4 * len(sql) >= self._max_packet:  # a character is at most 4 bytes of UTF-8
             size = len(sql.encode())
@@ -142,6 +162,7 @@ class Connection:
                 raise PacketTooLarge(size, self._max_packet)
         cursor = await self._raw.cursor()
         self.sent = True
+        self._in_doubt = True
         self.last_used = time.monotonic()
         try:
             await cursor.execute(sql)
@@ -150,6 +171,7 @@ class Connection:
                 results.append(await _result(cursor))
         finally:
             await cursor.close()
+        self._in_doubt = False
         return results
 
     async def one(self, sql: str) -> Result:
@@ -184,10 +206,13 @@ class PacketTooLarge(Exception):
 
 async def connect(settings: Settings, max_packet: int) -> Connection:
     """Open a connection with the session settings in force."""
+    # /*M!100300 ... */ is run by MariaDB 10.3 and later, and is a comment to MySQL.
     init = (
         "SET SESSION time_zone = '+00:00', "
         f"SESSION sql_mode = '{SQL_MODE}', "
-        f"SESSION innodb_lock_wait_timeout = {int(settings.lock_wait_timeout)}; "
+        f"SESSION innodb_lock_wait_timeout = {int(settings.lock_wait_timeout)}"
+        "/*M!100300 , SESSION idle_transaction_timeout = "
+        f"{int(settings.idle_transaction_timeout)} */; "
         "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
     )
     raw = await aiomysql.connect(

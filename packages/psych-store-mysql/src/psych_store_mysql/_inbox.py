@@ -5,6 +5,8 @@ numbers follow commit order, and a waiting run is woken (``runnable_at`` := at o
 same statement. The run row is locked first, by a statement of its own: the key check that
 follows then starts after every earlier writer of this inbox has committed, so it sees their
 keys (under ``READ COMMITTED`` each statement reads what was committed when it started).
+A signal is two round trips: the text that numbers and writes the entry, then its ``COMMIT``
+once the answers show the entry numbered and written alike (see `_transaction`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from psych_core import (
     RunRow,
     Signal,
 )
-from psych_store_mysql._driver import Connection
+from psych_store_mysql._driver import Connection, Result
 from psych_store_mysql._literals import (
     NEVER_BEFORE_SQL,
     decode,
@@ -34,6 +36,10 @@ from psych_store_mysql._literals import (
     text,
 )
 from psych_store_mysql._reads import NOT_FINAL, RUN_COLUMNS, run_row
+from psych_store_mysql._transaction import commit, unexpected
+
+DELIVER_STATEMENTS = 4
+"""How many statements `deliver` returns (so how many answers they get)."""
 
 
 def deliver(run_id: str, key: str, signal: Signal, *, only_if: str = "TRUE") -> list[str]:
@@ -58,25 +64,35 @@ def deliver(run_id: str, key: str, signal: Signal, *, only_if: str = "TRUE") -> 
     ]
 
 
+def delivery_checks(run_id: str, answers: list[Result]) -> list[tuple[str, int, int]]:
+    """What the answers to `deliver`'s statements must show (for `unexpected`): as many
+    entries written as the run row numbered."""
+    numbered, written = answers[1].rowcount, answers[3].rowcount
+    return [(f"entries written into the inbox of run {run_id}", numbered, written)]
+
+
 async def signal(conn: Connection, tenant: str, run_id: str, body: Signal, key: str) -> int:
-    """Add a signal to the run's inbox in one round trip; see `Store.signal`."""
+    """Add a signal to the run's inbox, then commit it (two round trips); see `Store.signal`."""
     target = identifier(run_id, "run id")
     tenant_literal = identifier(tenant, "tenant")
     statements = [
         "START TRANSACTION",
         *deliver(run_id, key, body, only_if=f"tenant = {tenant_literal}"),
-        "SELECT @psych_delivered, tenant, status, inbox_last, EXISTS (SELECT 1 FROM "
+        "SELECT tenant, status, inbox_last, EXISTS (SELECT 1 FROM "
         f"psych_inbox WHERE run_id = {target} AND key_hash = {digest(key)}) "
         f"FROM psych_runs WHERE run_id = {target}",
-        "COMMIT",
     ]
-    results = await conn.batch(";\n".join(statements))
-    rows = results[-2].rows
+    answers = await conn.batch(";\n".join(statements))
+    numbered = answers[2].rowcount
+    if numbered:
+        checks = delivery_checks(run_id, answers[1 : 1 + DELIVER_STATEMENTS])
+        await commit(conn, unexpected(f"run {run_id}: the signal with key {key!r}", checks))
+        return int(answers[-1].rows[0][2])
+    await conn.one("ROLLBACK")  # nothing was written; this ends the row lock
+    rows = answers[-1].rows
     if not rows:
         raise RunNotFound(run_id)
-    delivered, owner, status, inbox_last, taken = rows[0]
-    if delivered == 1:
-        return int(inbox_last)
+    owner, status, _, taken = rows[0]
     if decode(owner) != tenant:
         raise RunNotFound(run_id)
     if status in FINAL_STATUSES:

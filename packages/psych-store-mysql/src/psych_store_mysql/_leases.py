@@ -1,6 +1,6 @@
 """Claims and leases: `claim`, `renew`, `release`, timed by the server's clock.
 
-A claim is one transaction of two round trips. The first takes the oldest claimable run::
+A claim is one transaction of three round trips. The first takes the oldest claimable run::
 
     START TRANSACTION;
     SELECT ..., UTC_TIMESTAMP(6) FROM psych_runs FORCE INDEX (psych_runs_runnable)
@@ -9,8 +9,10 @@ A claim is one transaction of two round trips. The first takes the oldest claima
 
 so claimers never wait for each other: a row another claimer holds is skipped. The second
 writes the ``AttemptStarted`` record (its body is built here, from the server's time) and the
-new lease, and commits. Leases are the server's time plus the ttl: every host compares them
-with the same clock.
+new lease; the third is the ``COMMIT``, sent once both writes reported their row (see
+`_transaction`). Leases are the server's time plus the ttl: every host compares them with the
+same clock. `renew` and `release` write one statement each, all or nothing by itself, and
+stay one round trip.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from psych_core import (
     RunNotFound,
     attempts_exhausted,
 )
-from psych_store_mysql._driver import Connection
+from psych_store_mysql._driver import Connection, Result
 from psych_store_mysql._literals import (
     NEVER_BEFORE_SQL,
     decode,
@@ -38,6 +40,7 @@ from psych_store_mysql._literals import (
     text,
 )
 from psych_store_mysql._reads import NOT_FINAL
+from psych_store_mysql._transaction import commit, unexpected
 
 _CANDIDATE = "run_id, tenant, attempt, next_seq, claims, UTC_TIMESTAMP(6)"
 _ONE_MICROSECOND = dt.timedelta(microseconds=1)
@@ -99,12 +102,23 @@ async def claim(
             f"lease_expires_at = NULL, runnable_at = NULL, next_seq = {integer(next_seq + 1)}, "
             f"updated_at = {stamp(at, 'now')} WHERE run_id = {identifier(found, 'run id')}"
         )
+        what = f"run {found}: ending it after {claims} claims (seq {next_seq})"
         if run_id is not None:
-            await conn.batch(f"{exhaust};\nCOMMIT")
+            await commit(conn, _unwritten(what, await conn.batch(exhaust)))
             return None
-        rows = (await conn.batch(f"{exhaust};\n{_take(None)}"))[-1].rows
-    await conn.one("COMMIT")
+        answers = await conn.batch(f"{exhaust};\n{_take(None)}")
+        if problem := _unwritten(what, answers[:2]):
+            await commit(conn, problem)  # rolls back and raises
+        rows = answers[-1].rows
+    await conn.one("COMMIT")  # what it wrote (runs it ended) was checked as it went
     return None
+
+
+def _unwritten(what: str, answers: list[Result]) -> str | None:
+    """What is wrong when a record's ``INSERT`` and its run row's ``UPDATE`` did not both
+    report their one row, else None."""
+    record, run = answers[0].rowcount, answers[1].rowcount
+    return unexpected(what, [("records written", 1, record), ("run rows updated", 1, run)])
 
 
 async def _start(
@@ -126,15 +140,16 @@ async def _start(
     )
     expires = now + lease
     until = stamp(expires, "lease expiry")
-    await conn.batch(
+    answers = await conn.batch(
         f"{_insert_record(record)};\n"
         f"UPDATE psych_runs SET attempt = {integer(attempt)}, status = 'running', "
         f"waiting = NULL, lease_owner = {identifier(worker_id, 'worker id')}, "
         f"lease_expires_at = {until}, "
         f"runnable_at = {until}, next_seq = {integer(seq + 1)}, claims = claims + 1, "
-        f"updated_at = {stamp(now, 'now')} WHERE run_id = {identifier(run_id, 'run id')};\n"
-        "COMMIT"
+        f"updated_at = {stamp(now, 'now')} WHERE run_id = {identifier(run_id, 'run id')}"
     )
+    what = f"run {run_id}: the claim of attempt {attempt} by {worker_id} (seq {seq})"
+    await commit(conn, _unwritten(what, answers))
     return Claim(run_id, tenant, attempt, expires, record)
 
 

@@ -4,8 +4,10 @@ the retries that are safe and a time limit.
 The pool is small and plain: at most `size` connections, opened on demand, kept while they
 stay healthy, closed when they fail, when they have been idle past `recycle` seconds (the
 server's ``wait_timeout`` would close them anyway), or when a call was cancelled while it used
-one. A connection released inside a transaction is closed, never reused, so no call ever
-inherits another's transaction.
+one. A connection released inside a transaction, or whose last text was not answered in
+full (`Connection.in_doubt`: an error part-way, a lost answer, a cancellation), is closed,
+never reused: no call ever inherits another's transaction, or a session whose state is
+unknown. Closing it is what rolls back whatever it left open.
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ class Pool:
 
     def _release(self, conn: Connection, *, discard: bool = False) -> None:
         try:
-            if discard or self._closed or conn.closed or conn.in_transaction:
+            if discard or self._closed or conn.closed or conn.in_doubt or conn.in_transaction:
                 self._forget(conn)
             else:
                 self._free.append(conn)

@@ -1,4 +1,5 @@
-"""Runs as a whole: `create_run` (one round trip), `delete_run` (one round trip), specs."""
+"""Runs as a whole: `create_run` and `delete_run` (two round trips each: the writes, then
+their ``COMMIT`` once the answers were checked, see `_transaction`), specs."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from psych_store_mysql._literals import (
     optional_identifier,
     text,
 )
+from psych_store_mysql._transaction import commit, unexpected
 
 _DUPLICATE_KEY = 1062
 
@@ -50,7 +52,7 @@ async def create_run(
     *,
     maybe_applied: bool,
 ) -> tuple[str, bool]:
-    """Insert the run row and record 0 in one round trip; see `Store.create_run`.
+    """Insert the run row and record 0, then commit; see `Store.create_run`.
 
     Args:
         problem: what `check_first` found; raised unless the key or the run id decides first.
@@ -61,7 +63,7 @@ async def create_run(
     if problem is None:
         run_id = identifier(run.run_id, "run id")
         try:
-            await conn.batch(
+            answers = await conn.batch(
                 "START TRANSACTION;\n"
                 "INSERT INTO psych_runs (run_id, tenant, agent, spec_version, status, "
                 "parent_run_id, runnable_at, next_seq, idempotency_key_hash, request_hash, "
@@ -72,14 +74,16 @@ async def create_run(
                 f"1, {key or 'NULL'}, {optional_identifier(run.request_hash, 'request hash')}, "
                 "UTC_TIMESTAMP(6), UTC_TIMESTAMP(6));\n"
                 "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) VALUES "
-                f"({run_id}, 0, {integer(first.attempt)}, NULL, {text(body)});\n"
-                "COMMIT"
+                f"({run_id}, 0, {integer(first.attempt)}, NULL, {text(body)})"
             )
         except err.IntegrityError as exc:
             if errno_of(exc) != _DUPLICATE_KEY:
                 raise
             await conn.one("ROLLBACK")
         else:
+            checks = [("run rows written", 1, answers[1].rowcount)]
+            checks.append(("records written at seq 0", 1, answers[2].rowcount))
+            await commit(conn, unexpected(f"run {run.run_id}: creating it", checks))
             return run.run_id, True
     # A key or a run id is taken (or the record is refused): say which decides.
     if key is not None:
@@ -116,18 +120,25 @@ async def _is_ours(conn: Connection, run: NewRun, body: str) -> bool:
 
 
 async def delete_run(conn: Connection, tenant: str, run_id: str) -> bool:
-    """Delete the run row, its records and its inbox in one transaction (one round trip)."""
+    """Delete the run row, its records and its inbox in one transaction, committed once the
+    answers show the run deleted with its records (otherwise rolled back)."""
     run = identifier(run_id, "run id")
-    results = await conn.batch(
+    answers = await conn.batch(
         "START TRANSACTION;\n"
         f"DELETE FROM psych_runs WHERE run_id = {run} AND tenant = "
         f"{identifier(tenant, 'tenant')};\n"
         "SET @psych_deleted = ROW_COUNT();\n"
         f"DELETE FROM psych_records WHERE run_id = {run} AND @psych_deleted = 1;\n"
-        f"DELETE FROM psych_inbox WHERE run_id = {run} AND @psych_deleted = 1;\n"
-        "COMMIT"
+        f"DELETE FROM psych_inbox WHERE run_id = {run} AND @psych_deleted = 1"
     )
-    return results[1].rowcount == 1
+    if answers[1].rowcount != 1:
+        await conn.one("ROLLBACK")  # not this tenant's run, or no such run: nothing deleted
+        return False
+    # Every run has its record 0, so a deleted run row without a deleted record is a doubt.
+    records = min(answers[3].rowcount, 1)
+    checks = [("runs with records deleted", 1, records)]
+    await commit(conn, unexpected(f"run {run_id}: deleting it", checks))
+    return True
 
 
 async def put_spec(conn: Connection, version: str, spec_json: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 import ssl
 import time
 import urllib.parse
@@ -72,8 +73,9 @@ class MySQLStore(Store):
     """A `Store` in one MySQL 8 or MariaDB 10.6+ database, shared by any number of processes
     on any number of hosts.
 
-    Every call takes a connection from the store's pool for one transaction; an append is one
-    round trip (a multi-statement batch ending in ``COMMIT``). Leases are set and compared by
+    Every call takes a connection from the store's pool for one transaction; an append is two
+    round trips (its writes in one multi-statement text, then ``COMMIT`` once their answers
+    were checked), all or nothing whatever happens to the client. Leases are set and compared by
     the server's clock (``UTC_TIMESTAMP(6)``). Deadlocks and lock wait timeouts are retried
     with backoff; a lost connection is retried when nothing was sent or the call is
     idempotent (appends are, by their ``batch_id``), and is `StoreUnavailable` otherwise.
@@ -86,7 +88,9 @@ class MySQLStore(Store):
         max_connections: the most connections this store opens at once. Every process counts
             against the server's ``max_connections``.
         timeout: seconds one call may take (waiting for a connection included); past it the
-            call is `StoreUnavailable`.
+            call is `StoreUnavailable`. On MariaDB a session idle inside a transaction a
+            second longer than this (its client gone without closing the connection) is
+            ended by the server, which rolls it back and frees the rows it locked.
         connect_timeout: seconds to wait for a new connection.
         lock_wait_timeout: ``innodb_lock_wait_timeout`` of the store's sessions, in seconds.
         retry_for: seconds a call keeps retrying what is safe to retry.
@@ -126,6 +130,9 @@ class MySQLStore(Store):
             unix_socket=parsed.unix_socket,
             connect_timeout=connect_timeout,
             lock_wait_timeout=lock_wait_timeout,
+            # No call keeps a transaction open longer than `timeout`: a session idle inside
+            # one past it belongs to a client that is gone (MariaDB then ends it).
+            idle_transaction_timeout=math.ceil(timeout) + 1,
             ssl=ssl,
         )
         if poll_max <= 0:
@@ -228,7 +235,7 @@ class MySQLStore(Store):
     # -- runs and their logs ----------------------------------------------------------------
 
     async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
-        """Insert the run row and record 0 in one round trip; see `Store.create_run`."""
+        """Insert the run row and record 0, then commit; see `Store.create_run`."""
         body = first.model_dump_json()
         problem = _runs.check_first(run, first, body, self._limits)
         return await self._pool.run(
@@ -240,7 +247,8 @@ class MySQLStore(Store):
         )
 
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
-        """Add a batch in one round trip; see `Store.append` for the checks and their order.
+        """Add a batch (its writes, then their commit); see `Store.append` for the checks and
+        their order.
 
         A re-sent batch is recognised by its ``batch_id``, so an append whose answer was lost
         is sent again here (a retry is safe) before `StoreUnavailable` is raised.
@@ -309,7 +317,7 @@ class MySQLStore(Store):
     # -- the inbox --------------------------------------------------------------------------
 
     async def signal(self, tenant: str, run_id: str, signal: Signal, key: str) -> int:
-        """Add a signal to the run's inbox in one round trip; see `Store.signal`."""
+        """Add a signal to the run's inbox, then commit; see `Store.signal`."""
         return await self._pool.run(
             lambda conn, _: _inbox.signal(conn, tenant, run_id, signal, key),
             what=f"signal run {run_id} (key {key!r})",
