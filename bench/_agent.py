@@ -7,16 +7,8 @@ from __future__ import annotations
 
 import json
 
-from psych_runtime import (
-    AgentSpec,
-    CodeTool,
-    ModelRef,
-    ModelRequest,
-    ModelResponse,
-    ModelToolCall,
-    ToolResultMessage,
-    Usage,
-)
+from psych_runtime import AgentSpec, CodeTool, ModelRef, Usage
+from psych_runtime.ports import ModelRequest, ModelResponse, ModelToolCall, ToolResultMessage
 
 
 def bench_spec(tool_calls: int) -> AgentSpec:

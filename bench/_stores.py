@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from psych_runtime import MemoryStore, Store
+from psych_runtime import MemoryStore
+from psych_runtime.ports import Store
 
 RECORD = json.dumps(
     {

@@ -15,22 +15,23 @@ import sys
 
 from bench._agent import StepModel, step
 from bench._stores import open_bench_store
-from psych_runtime import Worker
+from psych_runtime import Runtime, Worker
 
 
 async def main(url: str, calls: int, concurrency: int, serve: bool) -> None:
     store = open_bench_store(url)
     try:
         if serve:
-            worker = Worker(store, model=StepModel(calls), tools=[step], concurrency=concurrency)
+            worker = Worker(
+                store, Runtime(model=StepModel(calls), tools=[step]), concurrency=concurrency
+            )
             await store.migrate()
             print("ready", flush=True)
             await worker.run()
         else:
             worker = Worker(
                 store,
-                model=StepModel(calls),
-                tools=[step],
+                Runtime(model=StepModel(calls), tools=[step]),
                 concurrency=concurrency,
                 poll_interval=0.05,
             )

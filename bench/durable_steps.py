@@ -41,19 +41,9 @@ from pathlib import Path
 
 from bench._agent import StepModel, bench_spec, step
 from bench._stores import bench_url, discard, floor_ms, open_bench_store
-from psych_runtime import (
-    AppendResult,
-    AttemptStarted,
-    Batch,
-    Record,
-    RunIndex,
-    RunQuery,
-    Scope,
-    Store,
-    ToolCallFinished,
-    Worker,
-    dispatch,
-)
+from psych_runtime import RunQuery, Runtime, Scope, Worker, dispatch
+from psych_runtime.ports import AppendResult, Batch, RunIndex, Store
+from psych_runtime.records import AttemptStarted, Record, ToolCallFinished
 
 ROOT = Path(__file__).resolve().parents[1]
 SCOPE = Scope(tenant="bench")
@@ -92,7 +82,7 @@ async def per_step(url: str, runs: int, calls: int) -> tuple[float, float]:
             await dispatch(scoped, spec, f"run {index}")
         stamps: list[float] = []
         _count_appends(store, stamps)
-        worker = Worker(store, model=StepModel(calls), tools=[step], poll_interval=0.01)
+        worker = Worker(store, Runtime(model=StepModel(calls), tools=[step]), poll_interval=0.01)
         started = time.perf_counter()
         await worker.run_until_idle()
         elapsed = time.perf_counter() - started
@@ -135,7 +125,10 @@ async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> 
         for index in range(runs):
             await dispatch(scoped, spec, f"run {index}")
         worker = Worker(
-            store, model=StepModel(calls), tools=[step], concurrency=concurrency, poll_interval=0.01
+            store,
+            Runtime(model=StepModel(calls), tools=[step]),
+            concurrency=concurrency,
+            poll_interval=0.01,
         )
         started = time.perf_counter()
         await worker.run_until_idle()
@@ -148,7 +141,7 @@ async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
         await dispatch(store.scoped(SCOPE), bench_spec(calls), "a long run")
         stamps: list[float] = []
         _count_appends(store, stamps)
-        await Worker(store, model=StepModel(calls), tools=[step]).run_until_idle()
+        await Worker(store, Runtime(model=StepModel(calls), tools=[step])).run_until_idle()
     gaps = [b - a for a, b in itertools.pairwise(stamps)]
     early = statistics.median(gaps[15:35]) * 1000
     late = statistics.median(gaps[-30:-10]) * 1000
@@ -212,7 +205,7 @@ async def claim_latency(url: str, trials: int) -> tuple[float, float]:
 @contextlib.asynccontextmanager
 async def _idle_worker(url: str, store: Store) -> AsyncIterator[None]:
     if url == "memory:":
-        worker = Worker(store, model=StepModel(0), tools=[step])
+        worker = Worker(store, Runtime(model=StepModel(0), tools=[step]))
         task = asyncio.create_task(worker.run())
         try:
             yield

@@ -11,7 +11,8 @@ import asyncio
 import os
 
 import psych_runtime
-from psych_runtime import EnvSecretResolver, ModelClient, OpenAIChatClient
+from psych_runtime import EnvSecretResolver, OpenAIChatClient
+from psych_runtime.ports import ModelClient
 from psych_runtime.testing.fake_model import FakeModel
 
 MODEL = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
@@ -47,7 +48,9 @@ async def main() -> None:
     print(f"Using {which}.")
     secrets = EnvSecretResolver(["OPENAI_API_KEY"])
     try:
-        async with psych_runtime.session(model, tools=[lookup_order], secrets=secrets) as s:
+        async with psych_runtime.session(
+            runtime=psych_runtime.Runtime(model=model, tools=[lookup_order], secrets=secrets)
+        ) as s:
             view = await s.ask(spec, "where is order A1?")
             print(view.text if view.status == "completed" else f"The run failed: {view.error}")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 import psych_runtime
-from psych_runtime import AgentSpec, AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
+from psych_runtime import AgentSpec
+from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
 from psych_store_sqlite import SQLiteStore
 
 DATABASE = os.environ.get("PSYCH_DEMO_DB", "psych-demo.sqlite")

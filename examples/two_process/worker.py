@@ -13,7 +13,9 @@ import psych_runtime
 async def main() -> None:
     db = store()
     await db.migrate()
-    worker = psych_runtime.Worker(db, model=DemoModel(), tools=[lookup_order])
+    worker = psych_runtime.Worker(
+        db, psych_runtime.Runtime(model=DemoModel(), tools=[lookup_order])
+    )
     if "--idle" in sys.argv:
         await worker.run_until_idle()
     else:

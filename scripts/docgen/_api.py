@@ -1,8 +1,14 @@
-"""The API reference: every name in ``psych_runtime.__all__``, its signature and docstring.
+"""The API reference: every public name of Psych Runtime, room by room, with its signature and
+docstring.
+
+The public surface is four rooms, each a module with its own ``__all__``: ``psych_runtime``
+(what an app uses), ``psych_runtime.records``, ``psych_runtime.ports`` and
+``psych_runtime.errors``. The page has one section per room, and in it the comment-headed
+groups of that room's ``__all__``.
 
 The names are read with griffe from the source (not imported), so attribute docstrings (type
 aliases, constants, dataclass fields) are found too, and a run of the generator never depends
-on what happens to be installed. Sections follow the comment-headed groups of ``__all__``.
+on what happens to be installed.
 """
 
 from __future__ import annotations
@@ -18,23 +24,53 @@ import griffe
 
 from ._docstrings import docstring_markdown
 
-RUNTIME_INIT = Path("packages/psych-runtime/src/psych_runtime/__init__.py")
+RUNTIME_SRC = Path("packages/psych-runtime/src/psych_runtime")
+RUNTIME_INIT = RUNTIME_SRC / "__init__.py"
 _LINE = 96  # a signature longer than this is written one parameter per line
 
 
 @dataclass(frozen=True, slots=True)
-class Group:
-    """One comment-headed group of ``__all__``."""
+class Room:
+    """One public module of ``psych_runtime``, and the source file of its ``__all__``."""
 
-    title: str
-    names: tuple[str, ...]
+    module: str
+    source: Path
+
+    @property
+    def prefix(self) -> str:
+        """How the page names its exports: ``ports.`` for ``ports.Batch``, nothing at the top."""
+        _, _, short = self.module.partition(".")
+        return f"{short}." if short else ""
 
     @property
     def anchor(self) -> str:
-        return re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-")
+        return "room-" + self.module.replace(".", "-")
 
 
-def export_groups(init_source: str) -> list[Group]:
+ROOMS = (
+    Room("psych_runtime", RUNTIME_INIT),
+    Room("psych_runtime.records", RUNTIME_SRC / "records.py"),
+    Room("psych_runtime.ports", RUNTIME_SRC / "ports.py"),
+    Room("psych_runtime.errors", RUNTIME_SRC / "errors.py"),
+)
+"""The rooms, in the order the page shows them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One comment-headed group of a room's ``__all__``."""
+
+    title: str
+    names: tuple[str, ...]
+    room: Room = ROOMS[0]
+
+    @property
+    def anchor(self) -> str:
+        slug = re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-")
+        return slug if self.room is ROOMS[0] else f"{self.room.prefix[:-1]}-{slug}"
+
+
+def export_groups(init_source: str, room: Room = ROOMS[0]) -> list[Group]:
     """The groups of ``__all__``, in order: each ``# comment`` line starts one."""
     tree = ast.parse(init_source)
     for node in tree.body:
@@ -44,7 +80,7 @@ def export_groups(init_source: str) -> list[Group]:
             lines = init_source.splitlines()[node.lineno - 1 : node.end_lineno]
             break
     else:
-        raise ValueError(f"{RUNTIME_INIT}: no __all__ = [...]")
+        raise ValueError(f"{room.source}: no __all__ = [...]")
     groups: list[tuple[str, list[str]]] = [("Other names", [])]
     for line in lines:
         stripped = line.strip()
@@ -52,7 +88,21 @@ def export_groups(init_source: str) -> list[Group]:
             title = stripped.lstrip("#").strip()
             groups.append((title[:1].upper() + title[1:], []))
         groups[-1][1].extend(re.findall(r"""["'](\w+)["']""", stripped.split("#")[0]))
-    return [Group(title, tuple(names)) for title, names in groups if names]
+    return [Group(title, tuple(names), room) for title, names in groups if names]
+
+
+def room_groups(root: Path) -> list[Group]:
+    """Every room's groups, room by room."""
+    return [
+        group
+        for room in ROOMS
+        for group in export_groups((root / room.source).read_text(encoding="utf-8"), room)
+    ]
+
+
+def public_names(root: Path) -> dict[str, str]:
+    """Each exported name and how the page names it (``Worker``, ``ports.Batch``)."""
+    return {name: group.room.prefix + name for group in room_groups(root) for name in group.names}
 
 
 def load_runtime(root: Path) -> griffe.Module:
@@ -71,32 +121,57 @@ def load_runtime(root: Path) -> griffe.Module:
 
 def api_page(root: Path, intro: str, guides: Mapping[str, list[str]]) -> str:
     """The whole ``docs/api.md``: the intro (with its worked example), a contents list, then
-    every export by group. `guides` maps a name to the skills that cover it."""
-    groups = export_groups((root / RUNTIME_INIT).read_text(encoding="utf-8"))
-    module = load_runtime(root)
+    every room and in it every export by group. `guides` maps a name to the skills that
+    cover it."""
+    groups = room_groups(root)
+    package = load_runtime(root)
+    modules = {room.module: _room_module(package, room) for room in ROOMS}
     lines = [intro.rstrip("\n"), "", "## Contents", ""]
-    for group in groups:
-        names = ", ".join(f"[`{name}`](#{name})" for name in group.names)
-        lines.append(f"- [{group.title}](#{group.anchor}): {names}")
-    for group in groups:
-        lines += ["", f'<a id="{group.anchor}"></a>', "", f"## {group.title}"]
-        for name in group.names:
-            lines += ["", *_export(name, _target(module, name), guides.get(name, []))]
+    for room in ROOMS:
+        summary = _first_sentence(modules[room.module])
+        lines.append(f"- [`{room.module}`](#{room.anchor}): {summary}")
+        for group in (g for g in groups if g.room is room):
+            names = ", ".join(f"[`{room.prefix}{name}`](#{name})" for name in group.names)
+            lines.append(f"  - [{group.title}](#{group.anchor}): {names}")
+    for room in ROOMS:
+        module = modules[room.module]
+        lines += ["", f'<a id="{room.anchor}"></a>', "", f"## `{room.module}`"]
+        described = docstring_markdown(module)
+        if described:
+            lines += ["", *described]
+        for group in (g for g in groups if g.room is room):
+            lines += ["", f'<a id="{group.anchor}"></a>', "", f"### {group.title}"]
+            for name in group.names:
+                obj = _target(module, room, name)
+                lines += ["", *_export(room, name, obj, guides.get(name, []))]
     return "\n".join(lines) + "\n"
 
 
-def _target(module: griffe.Module, name: str) -> griffe.Object:
+def _room_module(package: griffe.Module, room: Room) -> griffe.Module:
+    _, _, short = room.module.partition(".")
+    module = package.members.get(short) if short else package
+    if not isinstance(module, griffe.Module):
+        raise ValueError(f"{room.module} is missing: expected it at {room.source}")
+    return module
+
+
+def _first_sentence(module: griffe.Module) -> str:
+    text = " ".join((module.docstring.value if module.docstring else "").split("\n\n")[0].split())
+    return text.split(". ")[0].rstrip(".") + "." if text else ""
+
+
+def _target(module: griffe.Module, room: Room, name: str) -> griffe.Object:
     try:
         member = module[name]
     except KeyError:
-        raise ValueError(f"psych_runtime.__all__ names {name!r}, which it lacks") from None
+        raise ValueError(f"{room.module}.__all__ names {name!r}, which it lacks") from None
     target = member.final_target if isinstance(member, griffe.Alias) else member
     assert isinstance(target, griffe.Object)
     return target
 
 
-def _export(name: str, obj: griffe.Object, guides: list[str]) -> list[str]:
-    lines = [f'<a id="{name}"></a>', "", f"### `{name}`", ""]
+def _export(room: Room, name: str, obj: griffe.Object, guides: list[str]) -> list[str]:
+    lines = [f'<a id="{name}"></a>', "", f"#### `{room.prefix}{name}`", ""]
     lines += ["```pyi", *_stub(name, obj), "```", ""]
     if guides:
         links = ", ".join(f"[{guide}](guides/{guide}.md)" for guide in guides)
@@ -106,7 +181,7 @@ def _export(name: str, obj: griffe.Object, guides: list[str]) -> list[str]:
         for member_name, member in _members(obj):
             doc = docstring_markdown(member)
             if doc:
-                lines += ["", f"#### `{name}.{member_name}`", "", *doc]
+                lines += ["", f"##### `{room.prefix}{name}.{member_name}`", "", *doc]
     while lines and not lines[-1]:
         lines.pop()
     return lines

@@ -11,8 +11,10 @@ A skill says which exported names it teaches in its front matter, under the Agen
     ---
 
 ``covers`` is one string of names separated by spaces; a long list may be folded (``>-``).
-Every name in ``psych_runtime.__all__`` must be covered by at least one skill (the docs tests
-check it), and the guide generated from a skill links each covered name to the API reference.
+A name is written plain (``Batch``, not ``ports.Batch``): no name is exported by two rooms, so
+each says where it lives. Every name in the ``__all__`` of ``psych_runtime`` and of its rooms
+(``records``, ``ports``, ``errors``) must be covered by at least one skill (the docs tests check
+it), and the guide generated from a skill links each covered name to the API reference.
 """
 
 from __future__ import annotations

@@ -8,15 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from psych_runtime import (
-    FileBlobStore,
-    MemoryBlobStore,
-    MemoryStore,
-    Offloaded,
-    OffloadingStore,
-    Store,
-    StoreError,
-)
+from psych_runtime import FileBlobStore, MemoryBlobStore, MemoryStore, OffloadingStore
+from psych_runtime.errors import StoreError
+from psych_runtime.ports import Store
+from psych_runtime.records import Offloaded
 from psych_runtime.testing._contract_harness import batch_of, entry
 from psych_runtime.testing.blob_contract import TENANT, BlobStoreContract
 from psych_runtime.testing.store_contract import (

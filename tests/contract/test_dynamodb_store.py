@@ -206,6 +206,12 @@ def test_limits_dynamodb_cannot_keep_are_refused(limits: StoreLimits) -> None:
         open_store(limits=limits)
 
 
+@pytest.mark.parametrize("ceiling", [0.0, -1.0])
+def test_a_wait_that_would_never_pause_is_refused(ceiling: float) -> None:
+    with pytest.raises(ValueError, match="poll_ceiling must be positive"):
+        open_store(poll_ceiling=ceiling)
+
+
 async def test_a_record_at_the_limit_with_the_longest_ids_fits_in_one_item(
     store: DynamoDBStore,
 ) -> None:

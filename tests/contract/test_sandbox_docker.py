@@ -8,7 +8,7 @@ import docker
 import docker.errors
 import pytest
 
-from psych_core import GUARANTEES, ExecRequest, Guarantee, Sandbox, SandboxUnavailable
+from psych_core import GUARANTEES, ExecRequest, Sandbox, SandboxUnavailable
 from psych_runtime.testing.sandbox_contract import SandboxContract
 from psych_sandbox_docker import DockerSandbox
 from tests.contract._sandbox_hosts import DOCKER_HOST, DOCKER_IMAGE, missing
@@ -44,14 +44,10 @@ class TestDockerSandbox(SandboxContract):
     level = "kernel"
     enforces = GUARANTEES
 
+    setup_fault = "memory_limited"
+
     def create_sandbox(self) -> Sandbox:
         return DockerSandbox(DOCKER_IMAGE, client=_engine())
-
-    def create_sandbox_with_failing_setup(self) -> tuple[Sandbox, Guarantee]:
-        sandbox = DockerSandbox(
-            DOCKER_IMAGE, client=_engine(), inject_setup_failure="memory_limited"
-        )
-        return sandbox, "memory_limited"
 
 
 async def test_a_missing_image_is_a_clear_error_and_is_never_pulled() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from psych_core import GUARANTEES, ExecLimits, ExecRequest, Guarantee, Sandbox, SandboxRefused
+from psych_core import GUARANTEES, ExecLimits, ExecRequest, Sandbox, SandboxRefused
 from psych_runtime.testing.sandbox_contract import SandboxContract
 from psych_sandbox_namespaces import NamespaceSandbox
 from tests.contract._sandbox_hosts import require_bwrap
@@ -16,13 +16,11 @@ class TestNamespaceSandbox(SandboxContract):
     level = "kernel"
     enforces = GUARANTEES
 
+    setup_fault = "memory_limited"
+
     def create_sandbox(self) -> Sandbox:
         require_bwrap()
         return NamespaceSandbox()
-
-    def create_sandbox_with_failing_setup(self) -> tuple[Sandbox, Guarantee]:
-        require_bwrap()
-        return NamespaceSandbox(inject_setup_failure="memory_limited"), "memory_limited"
 
 
 def _script(text: str, **limits: float | int | None) -> ExecRequest:

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from psych_runtime import ExecRequest, Guarantee, Sandbox, SandboxRefused, SubprocessSandbox
+from psych_runtime import SubprocessSandbox
+from psych_runtime.errors import SandboxRefused
+from psych_runtime.ports import ExecRequest, Sandbox
 from psych_runtime.testing.sandbox_contract import SandboxContract
+from psych_runtime.testing.sandbox_faults import failing_setup
 
 # Run as root (as CI is), the backend switches the program to `nobody`, so it is unprivileged;
 # it never confines reads, writes, the network or other processes.
@@ -25,11 +28,10 @@ class TestSubprocessSandbox(SandboxContract):
         *(("unprivileged",) if _ROOT else ()),
     )
 
+    setup_fault = "cpu_time_limited"
+
     def create_sandbox(self) -> Sandbox:
         return SubprocessSandbox()
-
-    def create_sandbox_with_failing_setup(self) -> tuple[Sandbox, Guarantee]:
-        return SubprocessSandbox(inject_setup_failure="cpu_time_limited"), "cpu_time_limited"
 
 
 async def test_kernel_is_refused_before_anything_runs(tmp_path: Path) -> None:
@@ -58,9 +60,9 @@ async def test_a_setup_failure_found_before_the_start_never_runs_the_program(
 ) -> None:
     marker = tmp_path / "ran"
     os.chmod(tmp_path, 0o777)
-    sandbox = SubprocessSandbox(inject_setup_failure="cpu_time_limited")
     request = ExecRequest(argv=("touch", str(marker)), require=frozenset({"cpu_time_limited"}))
-    result = await sandbox.run(request)
+    with failing_setup("cpu_time_limited"):
+        result = await SubprocessSandbox().run(request)
     assert result.withheld is not None and "RLIMIT_CPU" in result.withheld
     assert result.grades["cpu_time_limited"] == "not_enforced"
     assert not marker.exists()

@@ -6,6 +6,7 @@ working tree is never touched.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -138,10 +139,24 @@ def test_every_generated_page_says_so_and_how_to_regenerate() -> None:
         assert REGENERATE in text.splitlines()[0], page
 
 
-def test_the_reference_documents_every_export_once() -> None:
+def test_the_reference_documents_every_export_once_in_its_room() -> None:
     import psych_runtime
+    from psych_runtime import errors, ports, records
 
     api = generate(ROOT)["docs/api.md"]
-    for name in psych_runtime.__all__:
-        assert api.count(f'<a id="{name}"></a>') == 1, name
-        assert f"### `{name}`" in api, name
+    sections = re.split(r"^## `(psych_runtime[.\w]*)`$", api, flags=re.MULTILINE)
+    by_room = dict(zip(sections[1::2], sections[2::2], strict=True))
+    assert list(by_room) == [r.__name__ for r in (psych_runtime, records, ports, errors)]
+    for room in (psych_runtime, records, ports, errors):
+        prefix = room.__name__.removeprefix("psych_runtime").lstrip(".")
+        shown = f"{prefix}." if prefix else ""
+        for name in room.__all__:
+            assert api.count(f'<a id="{name}"></a>') == 1, name
+            assert f"#### `{shown}{name}`\n" in by_room[room.__name__], f"{room.__name__}.{name}"
+
+
+def test_a_guide_names_each_export_as_its_room_does() -> None:
+    guide = generate(ROOT)["docs/guides/stores.md"]
+    assert "[`ports.Batch`](../api.md#Batch)" in guide
+    assert "[`MemoryStore`](../api.md#MemoryStore)" in guide
+    assert "[`errors.Conflict`](../api.md#Conflict)" in guide

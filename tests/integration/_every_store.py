@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from psych_runtime import MemoryStore, Store, StoreUnavailable
+from psych_runtime import MemoryStore
+from psych_runtime.errors import StoreUnavailable
+from psych_runtime.ports import Store
 
 KINDS = ("memory", "sqlite", "postgres", "mysql", "dynamodb")
 """Every store the project ships."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from psych_runtime import Store
+from psych_runtime.ports import Store
 
 
 def open_store(url: str) -> Store:

@@ -13,17 +13,9 @@ import os
 import sys
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    AssistantMessage,
-    CodeTool,
-    ModelRef,
-    ModelRequest,
-    ModelResponse,
-    ModelToolCall,
-    Scope,
-    ToolContext,
-)
+from psych_runtime import AgentSpec, CodeTool, ModelRef, Scope, ToolContext
+from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
+from psych_runtime.testing.faults import arm_from_environment
 from tests.integration._stores import open_store
 
 SCOPE = Scope(tenant="shop")
@@ -66,9 +58,11 @@ async def main(command: str, url: str, *args: str) -> None:
 
         worker = psych_runtime.Worker(
             store,
-            model=RefundModel(),
-            tools=[refund],
-            lease_ttl=dt.timedelta(seconds=1.5),
+            psych_runtime.Runtime(
+                model=RefundModel(),
+                tools=[refund],
+                leases=psych_runtime.Leases(ttl=dt.timedelta(seconds=1.5)),
+            ),
             poll_interval=0.05,
         )
         await worker.run()
@@ -77,4 +71,5 @@ async def main(command: str, url: str, *args: str) -> None:
 
 
 if __name__ == "__main__":
+    arm_from_environment()  # PSYCH_FAULTS, set by the test that started this process
     asyncio.run(main(sys.argv[1], sys.argv[2], *sys.argv[3:]))

@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from psych_core import RunState, fold_all
-from psych_runtime import (
+from psych_runtime import Scope, dispatch
+from psych_runtime.records import (
     Record,
     RunCompleted,
-    Scope,
     ToolCallFinished,
     ToolCallSettled,
     ToolCallStarted,
-    dispatch,
 )
 from psych_runtime.runtime import POINTS
 from tests.integration._stores import open_store

@@ -1,7 +1,8 @@
 """A worker process for the crash test: tools that count their effects in a ledger file.
 
 Run as ``python -m tests.integration.crash_worker STORE_URL LEDGER``. Fault points are armed
-through the environment (``PSYCH_FAULTS``) by the driver that starts it.
+through the environment (``PSYCH_FAULTS``, read by `psych_runtime.testing.faults`) by the
+driver that starts it.
 """
 
 from __future__ import annotations
@@ -13,17 +14,9 @@ import random
 import sys
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    AssistantMessage,
-    CodeTool,
-    ModelRef,
-    ModelRequest,
-    ModelResponse,
-    ModelToolCall,
-    ToolContext,
-    Usage,
-)
+from psych_runtime import AgentSpec, CodeTool, ModelRef, ToolContext, Usage
+from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
+from psych_runtime.testing.faults import arm_from_environment
 from tests.integration._stores import open_store
 
 SPEC = AgentSpec(
@@ -82,16 +75,21 @@ async def main() -> None:
     store = open_store(sys.argv[1])
     worker = psych_runtime.Worker(
         store,
-        model=ScriptedModel(),
-        tools=[safe_effect, unsafe_effect],
+        psych_runtime.Runtime(
+            model=ScriptedModel(),
+            tools=[safe_effect, unsafe_effect],
+            leases=psych_runtime.Leases(
+                ttl=dt.timedelta(seconds=float(os.environ.get("CRASH_LEASE_TTL", "1.5"))),
+                max_attempts=1000,
+            ),
+        ),
         concurrency=4,
-        lease_ttl=dt.timedelta(seconds=float(os.environ.get("CRASH_LEASE_TTL", "1.5"))),
         poll_interval=0.05,
-        max_attempts=1000,
     )
     print("ready", flush=True)
     await worker.run()
 
 
 if __name__ == "__main__":
+    arm_from_environment()  # PSYCH_FAULTS, set by the driver that started this process
     asyncio.run(main())

@@ -14,17 +14,8 @@ import sys
 import time
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    AssistantMessage,
-    CodeTool,
-    ModelRef,
-    ModelRequest,
-    ModelResponse,
-    ModelToolCall,
-    ToolContext,
-    Usage,
-)
+from psych_runtime import AgentSpec, CodeTool, ModelRef, ToolContext, Usage
+from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
 from tests.integration._stores import open_store
 
 LEASE_TTL = dt.timedelta(seconds=2)
@@ -74,12 +65,13 @@ def _write(line: str) -> None:
 async def main() -> None:
     worker = psych_runtime.Worker(
         open_store(sys.argv[1]),
-        model=ScriptedModel(),
-        tools=[charge],
+        psych_runtime.Runtime(
+            model=ScriptedModel(),
+            tools=[charge],
+            leases=psych_runtime.Leases(ttl=LEASE_TTL, max_attempts=1000),
+        ),
         concurrency=4,
-        lease_ttl=LEASE_TTL,
         poll_interval=0.1,
-        max_attempts=1000,
         worker_id=f"host-{sys.argv[3]}",
     )
     print("ready", flush=True)

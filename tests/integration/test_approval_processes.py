@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import psych_runtime
-from psych_runtime import ApprovalDecided, Record
+from psych_runtime.records import ApprovalDecided, Record
 from tests.integration._stores import open_store
 from tests.integration.approval_process import SCOPE
 

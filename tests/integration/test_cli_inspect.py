@@ -61,8 +61,8 @@ def run_in(db: Path, model: FakeModel, *questions: str, tenant: str = "default")
     return asyncio.run(main())
 
 
-def log_of(db: Path, run_id: str, tenant: str = "default") -> list[psych_runtime.Record]:
-    async def main() -> list[psych_runtime.Record]:
+def log_of(db: Path, run_id: str, tenant: str = "default") -> list[psych_runtime.records.Record]:
+    async def main() -> list[psych_runtime.records.Record]:
         async with SQLiteStore(db) as store:
             scoped = store.scoped(psych_runtime.Scope(tenant=tenant))
             return await psych_runtime.read_log(scoped, run_id)
@@ -134,7 +134,7 @@ def test_inspect_json_is_the_log_and_the_report(tmp_path: Path) -> None:
 
 def test_inspect_a_failed_run_exits_1_and_says_why(tmp_path: Path) -> None:
     db = tmp_path / "psych.db"
-    model = FakeModel().fail(psych_runtime.ModelError("the provider is down", model="fake"))
+    model = FakeModel().fail(psych_runtime.errors.ModelError("the provider is down", model="fake"))
     [run_id] = run_in(db, model, "where is A1?")
     done = psych("inspect", run_id, "--store", f"sqlite:///{db}")
     assert done.returncode == 1, done.stderr
@@ -361,7 +361,7 @@ def test_inspect_reads_offloaded_bodies_from_the_blob_folder(tmp_path: Path) -> 
 # names it asks for, tool arguments, results and errors, the run's error, an approver's name
 # and reason, and ten-megabyte lines. Run ids and seqs are generated.
 
-BIG_LIMITS = psych_runtime.StoreLimits(
+BIG_LIMITS = psych_runtime.ports.StoreLimits(
     max_record_bytes=64 * 1024 * 1024,
     max_append_records=1000,
     max_append_bytes=128 * 1024 * 1024,
@@ -416,7 +416,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> HostileStore:
             ],
         )
         .turn(text=HOSTILE + HUGE)
-        .fail(psych_runtime.ModelError(HOSTILE + HUGE, model="model " + HOSTILE))
+        .fail(psych_runtime.errors.ModelError(HOSTILE + HUGE, model="model " + HOSTILE))
         .turn(tool_calls=[("refund", {"order_id": HOSTILE})])
         .turn(tool_calls=[("refund", {"order_id": HOSTILE})])
     )

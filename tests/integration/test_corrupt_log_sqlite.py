@@ -10,15 +10,8 @@ from pathlib import Path
 import pytest
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    CodeTool,
-    CorruptLog,
-    ModelRef,
-    Scope,
-    Worker,
-    dispatch,
-)
+from psych_runtime import AgentSpec, CodeTool, Leases, ModelRef, Runtime, Scope, Worker, dispatch
+from psych_runtime.errors import CorruptLog
 from psych_runtime.testing.fake_model import FakeModel
 from psych_store_sqlite import SQLiteStore
 
@@ -43,7 +36,7 @@ async def test_a_log_with_a_hole_fails_its_run_once_naming_the_missing_seq(
     run_id = await dispatch(scoped, spec, "where is A1?")
     # The first attempt stops waiting for nothing: it runs the tool and answers.
     model = FakeModel().turn(tool_calls=[("lookup", {"order": "A1"})]).turn(text="shipped")
-    await Worker(store, model=model, tools=[lookup]).run_until_idle()
+    await Worker(store, Runtime(model=model, tools=[lookup])).run_until_idle()
     assert (await psych_runtime.status(scoped, run_id)).status == "completed"
     # Put the run back in play with seqs 3 and 4 cut out, as a torn append would leave it.
     with sqlite3.connect(path) as db:
@@ -62,7 +55,9 @@ async def test_a_log_with_a_hole_fails_its_run_once_naming_the_missing_seq(
     assert before.status == "failed" and before.failure_reason == "corrupt_log"
     assert before.error == f"run {run_id}, seq 5: the log is corrupt: seqs 3 to 4 are missing"
 
-    await Worker(store, model=FakeModel(), tools=[lookup], max_attempts=10).run_until_idle()
+    await Worker(
+        store, Runtime(model=FakeModel(), tools=[lookup], leases=Leases(max_attempts=10))
+    ).run_until_idle()
     row = await store.get_run(SCOPE.tenant, run_id)
     assert row is not None and row.status == "failed" and row.runnable_at is None
     log = await psych_runtime.read_log(scoped, run_id)

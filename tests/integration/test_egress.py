@@ -15,14 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from psych_runtime import (
-    Egress,
-    EgressError,
-    EgressPolicy,
-    EgressRefused,
-    EnvSecretResolver,
-    SecretNotFound,
-)
+from psych_runtime import EgressPolicy, EnvSecretResolver
+from psych_runtime.errors import EgressError, EgressRefused, SecretNotFound
+from psych_runtime.ports import Egress
 
 SECRET = "tok-5e1f0c2a9b8d7e6f"
 

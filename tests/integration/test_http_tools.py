@@ -17,13 +17,14 @@ from psych_runtime import (
     HttpTool,
     MemoryStore,
     ModelRef,
-    Record,
     Report,
+    Runtime,
     Scope,
     ToolCallReport,
-    ToolResultMessage,
     Worker,
 )
+from psych_runtime.ports import ToolResultMessage
+from psych_runtime.records import Record
 from psych_runtime.testing.fake_model import FakeModel, ScriptedCall
 from psych_runtime.tools import ToolContext, ToolOutcomeUnknown, ToolRaised
 from psych_runtime.tools._http import HttpTools
@@ -52,7 +53,9 @@ async def run_calls(
 ) -> tuple[Report, list[Record], FakeModel]:
     """One run that makes `calls` (in one turn) and then answers; its report, log and model."""
     model = FakeModel().turn(tool_calls=calls).turn(text="done")
-    async with psych_runtime.session(model, egress=egress, secrets=secrets) as s:
+    async with psych_runtime.session(
+        runtime=psych_runtime.Runtime(model=model, secrets=secrets, egress=egress)
+    ) as s:
         view = await s.ask(spec_of(*tools), "go")
         assert view.status == "completed", view.error
         report = await psych_runtime.report(s.store, view.run_id)
@@ -376,7 +379,7 @@ async def test_a_worker_runs_http_tools_with_its_egress_and_secrets(server: Serv
     )
     model = FakeModel().turn(tool_calls=[("get_order", {"order_id": "A7"})]).turn(text="ok")
     run_id = await psych_runtime.dispatch(store.scoped(Scope(tenant="t")), spec_of(tool), "go")
-    worker = Worker(store, model=model, egress=LOOPBACK, secrets=secrets)
+    worker = Worker(store, Runtime(model=model, secrets=secrets, egress=LOOPBACK))
     await worker.run_until_idle()
     report = await psych_runtime.report(store.scoped(Scope(tenant="t")), run_id)
     result = only(report).result

@@ -12,21 +12,23 @@ from typing import Any
 import pytest
 
 from psych_runtime import (
-    AssistantMessage,
-    Egress,
     EgressPolicy,
     EnvSecretResolver,
-    ModelError,
-    ModelFailure,
     ModelPrice,
     ModelRef,
-    ModelRequest,
     OpenAIChatClient,
     PriceTable,
+    Usage,
+)
+from psych_runtime.errors import ModelError
+from psych_runtime.ports import (
+    AssistantMessage,
+    Egress,
+    ModelFailure,
+    ModelRequest,
     ToolCall,
     ToolDefinition,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
 from tests.integration._chat_server import (

@@ -15,15 +15,17 @@ from psych_runtime import (
     CodeTool,
     EgressPolicy,
     EnvSecretResolver,
-    ModelCallFailed,
-    ModelCallFinished,
     ModelRef,
     OpenAIChatClient,
     PriceTable,
+    Usage,
+)
+from psych_runtime.records import (
+    ModelCallFailed,
+    ModelCallFinished,
     Record,
     RunFailed,
     ToolCallFailed,
-    Usage,
 )
 from tests.integration._chat_server import (
     ChatServer,
@@ -116,7 +118,9 @@ async def test_a_streamed_run_with_tools_records_usage_and_the_apps_prices(
         ),
     )
     prices = PriceTable({"gpt-test": {"input": "2", "output": "10", "cache_read": "0.5"}})
-    async with psych_runtime.session(client, tools=[lookup_order], prices=prices) as s:
+    async with psych_runtime.session(
+        runtime=psych_runtime.Runtime(model=client, tools=[lookup_order], prices=prices)
+    ) as s:
         view = await s.ask(make_spec(tools=True), "where are A1 and B2?")
         report = await psych_runtime.report(s.store, view.run_id)
     assert view.status == "completed"
@@ -162,7 +166,9 @@ async def test_a_run_with_a_call_of_unknown_usage_has_no_cost_total_and_says_why
         completion("Shipped."),  # no usage at all
     )
     prices = PriceTable({"gpt-test": {"input": "1", "output": "1"}})
-    async with psych_runtime.session(client, tools=[lookup_order], prices=prices) as s:
+    async with psych_runtime.session(
+        runtime=psych_runtime.Runtime(model=client, tools=[lookup_order], prices=prices)
+    ) as s:
         view = await s.ask(make_spec(tools=True), "where is A1?")
         report = await psych_runtime.report(s.store, view.run_id)
     assert report.totals.usage_sources == {"provider": 1, "missing": 1}

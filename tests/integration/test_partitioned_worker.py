@@ -33,7 +33,8 @@ from urllib.parse import urlsplit
 import pytest
 
 import psych_runtime
-from psych_runtime import AttemptStarted, Scope, dispatch
+from psych_runtime import Scope, dispatch
+from psych_runtime.records import AttemptStarted
 from psych_store_postgres import PostgresStore
 from tests._postgres import connect, drop_schema, new_schema, test_dsn
 from tests.integration.partition_worker import LEASE_TTL, SPEC, TURNS

@@ -27,7 +27,8 @@ import asyncpg
 import pytest
 
 from psych_core import AttemptStarted, Record, RunStatusName
-from psych_runtime import RunQuery, Scope, Store, dispatch
+from psych_runtime import RunQuery, Scope, dispatch
+from psych_runtime.ports import Store
 from tests._postgres import connect, drop_schema, new_schema, test_dsn
 from tests.integration import crash_driver
 from tests.integration._stores import open_store
@@ -142,7 +143,7 @@ async def test_postgres_runs_survive_kill_9_with_nothing_lost_or_repeated(
         outcome = await crash_run(store_url(schema), tmp_path / "ledger.txt")
     finally:
         for store in opened:
-            await store.close()  # type: ignore[attr-defined]
+            await store.close()
     assert outcome.kills >= 50
     assert len(outcome.run_ids) >= 200
     never = set(REACHABLE) - outcome.points_hit
@@ -192,7 +193,7 @@ async def test_eight_workers_share_500_runs_and_no_run_has_two_live_attempts(
         outcome = await outcome_of(store, run_ids, ledger)
     finally:
         await asyncio.to_thread(stop, processes)
-        await store.close()  # type: ignore[attr-defined]
+        await store.close()
     assert kills == 3
     assert len(set(run_ids)) == 500
     check_outcome(outcome)  # every run completed, no unsafe effect twice
@@ -288,7 +289,7 @@ async def test_workers_ride_through_the_server_dropping_every_connection(tmp_pat
         assert all(process.poll() is None for process in processes), "no worker died"
     finally:
         await asyncio.to_thread(stop, processes)
-        await store.close()  # type: ignore[attr-defined]
+        await store.close()
         await admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
         await admin.close()
     assert len(outages) == 2 and 20 <= outages[0] <= outages[1] < len(run_ids), (

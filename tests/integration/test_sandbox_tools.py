@@ -11,21 +11,22 @@ import pytest
 
 import psych_runtime
 from psych_runtime import (
-    GUARANTEES,
     AgentSpec,
+    Leases,
     MemoryStore,
     ModelRef,
     Report,
-    Sandbox,
+    Runtime,
     SandboxTool,
-    SandboxToolUnavailable,
     Scope,
     SubprocessSandbox,
     ToolCallReport,
-    ToolResultMessage,
     Worker,
 )
+from psych_runtime.errors import SandboxToolUnavailable
+from psych_runtime.ports import GUARANTEES, Sandbox, ToolResultMessage
 from psych_runtime.testing.fake_model import FakeModel, ScriptedCall
+from psych_runtime.testing.sandbox_faults import failing_setup
 from tests.contract._sandbox_hosts import missing
 
 COUNT_WORDS = SandboxTool(
@@ -48,7 +49,9 @@ async def run_calls(
     sandbox: Sandbox | None, tools: tuple[SandboxTool, ...], calls: list[ScriptedCall]
 ) -> tuple[Report, FakeModel]:
     model = FakeModel().turn(tool_calls=calls).turn(text="done")
-    async with psych_runtime.session(model, sandbox=sandbox) as s:
+    async with psych_runtime.session(
+        runtime=psych_runtime.Runtime(model=model, sandbox=sandbox)
+    ) as s:
         view = await s.ask(spec_of(*tools), "go")
         assert view.status == "completed", view.error
         report = await psych_runtime.report(s.store, view.run_id)
@@ -102,10 +105,10 @@ async def test_a_kernel_sandbox_reaches_the_kernel_level() -> None:
 
 async def test_output_produced_under_weaker_terms_is_withheld_with_the_reason() -> None:
     # The sandbox's CPU limit really fails to be set up: the tool requires it.
-    sandbox = SubprocessSandbox(inject_setup_failure="cpu_time_limited")
-    report, model = await run_calls(
-        sandbox, (COUNT_WORDS,), [("count_words", {"text": "a b", "mode": "words"})]
-    )
+    with failing_setup("cpu_time_limited"):
+        report, model = await run_calls(
+            SubprocessSandbox(), (COUNT_WORDS,), [("count_words", {"text": "a b", "mode": "words"})]
+        )
     call = only(report)
     assert (call.outcome, call.reason) == ("failed", "error")
     assert call.error is not None
@@ -174,7 +177,9 @@ async def test_a_spec_with_a_sandbox_tool_and_no_sandbox_is_refused_before_anyth
 
 async def test_a_sandbox_that_cannot_reach_the_required_level_is_refused_up_front() -> None:
     kernel = COUNT_WORDS.model_copy(update={"require_level": "kernel"})
-    async with psych_runtime.session(FakeModel(), sandbox=SubprocessSandbox()) as s:
+    async with psych_runtime.session(
+        runtime=psych_runtime.Runtime(model=FakeModel(), sandbox=SubprocessSandbox())
+    ) as s:
         with pytest.raises(SandboxToolUnavailable, match="level 'limited' at most"):
             await s.ask(spec_of(kernel), "go")
 
@@ -183,7 +188,9 @@ async def test_a_worker_without_a_sandbox_leaves_the_run_for_another_worker() ->
     store = MemoryStore()
     scoped = store.scoped(Scope(tenant="t"))
     run_id = await psych_runtime.dispatch(scoped, spec_of(COUNT_WORDS), "go")
-    lacking = Worker(store, model=FakeModel(), release_backoff=dt.timedelta(seconds=0.2))
+    lacking = Worker(
+        store, Runtime(model=FakeModel(), leases=Leases(release_backoff=dt.timedelta(seconds=0.2)))
+    )
     await lacking.run_until_idle()
     row = await scoped.run(run_id)
     assert (row.status, row.lease_owner) == ("queued", None), "released, not failed"
@@ -191,5 +198,5 @@ async def test_a_worker_without_a_sandbox_leaves_the_run_for_another_worker() ->
     await asyncio.sleep(0.3)  # the release's backoff
     model = FakeModel().turn(tool_calls=[("count_words", {"text": "x", "mode": "w"})])
     model.turn(text="one word")
-    await Worker(store, model=model, sandbox=SubprocessSandbox()).run_until_idle()
+    await Worker(store, Runtime(model=model, sandbox=SubprocessSandbox())).run_until_idle()
     assert (await psych_runtime.status(scoped, run_id)).status == "completed"

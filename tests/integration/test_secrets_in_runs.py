@@ -22,19 +22,21 @@ from psych_runtime import (
     EgressPolicy,
     EnvSecretResolver,
     MemoryStore,
-    ModelCallFailed,
-    ModelError,
     ModelRef,
-    NotAwaitingApproval,
     OpenAIChatClient,
-    RunFailed,
+    Runtime,
     Scope,
-    SignalReceived,
-    Store,
-    ToolCallFailed,
-    ToolCallFinished,
     WaitFor,
     Worker,
+)
+from psych_runtime.errors import ModelError, NotAwaitingApproval
+from psych_runtime.ports import Store
+from psych_runtime.records import (
+    ModelCallFailed,
+    RunFailed,
+    SignalReceived,
+    ToolCallFailed,
+    ToolCallFinished,
 )
 from psych_runtime.testing.fake_model import FakeModel
 from tests._postgres import connect, drop_schema, new_schema, test_dsn
@@ -85,7 +87,11 @@ async def test_a_run_leaves_no_trace_of_a_secret_in_any_record(server: ChatServe
         OpenAIChatClient(
             server.base_url, egress=EgressPolicy(allow_loopback=True), secrets=secrets
         ) as client,
-        psych_runtime.session(client, tools=[read_config, call_billing], secrets=secrets) as s,
+        psych_runtime.session(
+            runtime=psych_runtime.Runtime(
+                model=client, tools=[read_config, call_billing], secrets=secrets
+            )
+        ) as s,
     ):
         view = await s.ask(spec, "check the config and the billing")
         log = await psych_runtime.read_log(s.store, view.run_id)
@@ -266,7 +272,7 @@ async def test_no_spelling_of_a_secret_reaches_a_record_a_reading_an_exception_o
     )
     scoped = store.scoped(SCOPE)
     worker = Worker(
-        store, model=model, tools=[echo, explode, send, wait_for_callback], secrets=secrets
+        store, Runtime(model=model, tools=[echo, explode, send, wait_for_callback], secrets=secrets)
     )
     raised: list[BaseException] = []
 
@@ -351,7 +357,7 @@ async def test_a_key_read_with_its_newline_is_redacted_from_the_http_clients_hea
         OpenAIChatClient(
             server.base_url, egress=EgressPolicy(allow_loopback=True), secrets=secrets
         ) as client,
-        psych_runtime.session(client, secrets=secrets) as s,
+        psych_runtime.session(runtime=psych_runtime.Runtime(model=client, secrets=secrets)) as s,
     ):
         view = await s.ask(spec, "hello")
         log = await psych_runtime.read_log(s.store, view.run_id)

@@ -20,18 +20,18 @@ import pytest
 
 from psych_runtime import (
     AgentSpec,
-    Batch,
     CodeTool,
+    Leases,
     ModelRef,
-    RenewResult,
+    Runtime,
     Scope,
-    Store,
-    ToolCallStarted,
     Worker,
     dispatch,
     read_log,
     status,
 )
+from psych_runtime.ports import Batch, RenewResult, Store
+from psych_runtime.records import ToolCallStarted
 from psych_runtime.testing.fake_model import FakeModel
 from tests.integration._every_store import KINDS, fresh_store
 
@@ -109,9 +109,11 @@ async def _stalled_then_taken_over(
     stalling = Stalling(store)
     stale = Worker(
         cast(Store, stalling),
-        model=FakeModel().turn(tool_calls=[("charge", {"order": "A1"})]),
-        tools=[charge],
-        lease_ttl=TTL,
+        Runtime(
+            model=FakeModel().turn(tool_calls=[("charge", {"order": "A1"})]),
+            tools=[charge],
+            leases=Leases(ttl=TTL),
+        ),
         poll_interval=0.05,
         worker_id="stale",
     )
@@ -120,9 +122,7 @@ async def _stalled_then_taken_over(
     await asyncio.wait_for(_expired(store, run_id), 30)
     taker = Worker(
         store,
-        model=FakeModel().turn(text="done"),
-        tools=[charge],
-        lease_ttl=TTL,
+        Runtime(model=FakeModel().turn(text="done"), tools=[charge], leases=Leases(ttl=TTL)),
         poll_interval=0.05,
         worker_id="taker",
     )

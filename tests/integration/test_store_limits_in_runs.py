@@ -13,16 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from psych_runtime import (
-    AgentSpec,
-    CodeTool,
-    ModelRef,
-    Scope,
-    ToolCallFailed,
-    read_log,
-    report,
-    session,
-)
+from psych_runtime import AgentSpec, CodeTool, ModelRef, Scope, read_log, report, session
+from psych_runtime.records import ToolCallFailed
 from psych_runtime.testing.fake_model import FakeModel
 from tests.integration._every_store import KINDS, fresh_store
 

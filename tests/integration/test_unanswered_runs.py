@@ -5,15 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    Cost,
-    EgressPolicy,
-    ModelCallFailed,
-    ModelRef,
-    OpenAIChatClient,
-    Usage,
-)
+from psych_runtime import AgentSpec, Cost, EgressPolicy, ModelRef, OpenAIChatClient, Usage
+from psych_runtime.records import ModelCallFailed
 from tests.integration._chat_server import completion, error, serve, usage
 
 SPEC = AgentSpec(name="a", model=ModelRef(model="gpt-test"))

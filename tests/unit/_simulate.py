@@ -20,25 +20,21 @@ from psych_core import (
     fold,
     next_action,
 )
-from psych_runtime import (
-    AgentSpec,
+from psych_runtime import AgentSpec, CodeTool, ModelRef, Scope, Usage
+from psych_runtime.ports import ToolCall
+from psych_runtime.records import (
     AttemptStarted,
     Body,
-    CodeTool,
     ModelCallFinished,
-    ModelRef,
     OutputRejected,
     Record,
     RunAdmitted,
     RunCompleted,
     RunFailed,
-    Scope,
-    ToolCall,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
     ToolCallStarted,
-    Usage,
 )
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -96,7 +92,7 @@ def simulate(data: st.DataObject, spec: AgentSpec = SPEC, run_id: str = "R1") ->
             attempt += 1
             add(AttemptStarted(worker_id=f"w{attempt}"), attempt)
             continue
-        action = next_action(state)
+        action = next_action(state, T0 + dt.timedelta(seconds=state.next_seq))
         match action:
             case CallModel():
                 names = data.draw(

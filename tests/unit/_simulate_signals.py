@@ -54,6 +54,7 @@ from psych_core import (
     StartApproved,
     StartCalls,
     Suspend,
+    TimeOutWaits,
     ToolCall,
     ToolCallFailed,
     ToolCallFinished,
@@ -159,7 +160,8 @@ class Simulation:
                 self.claim()
                 self.signal(self.any_signal())
                 continue
-            self.step(next_action(self.state))
+            now = T0 + dt.timedelta(seconds=self.state.next_seq)
+            self.step(next_action(self.state, now))
         return self.records
 
     def step(self, action: object) -> None:
@@ -197,6 +199,9 @@ class Simulation:
             case FinishResumed(calls):
                 for c in calls:
                     self.add(ToolCallFinished(call_id=c.call.call_id, result=c.payload))
+            case TimeOutWaits(calls):
+                for c in calls:
+                    self.add(ToolCallFinished(call_id=c.call.call_id, result={"timed_out": True}))
             case RetryCalls(calls):
                 for call in calls:
                     self.add(ToolCallStarted(call_id=call.call_id, name=call.name))
@@ -206,7 +211,15 @@ class Simulation:
             case RunCalls(calls):
                 for call in calls:
                     if call.name == "waiter":
-                        self.add(ToolCallWaiting(call_id=call.call_id, note="parcel"))
+                        # Sometimes a timed wait, due a few records from now: it times out
+                        # unless a resume comes first.
+                        ahead = draw(st.sampled_from([None, 2, 5]), label="due in")
+                        due = (
+                            None
+                            if ahead is None
+                            else T0 + dt.timedelta(seconds=self.state.next_seq + ahead)
+                        )
+                        self.add(ToolCallWaiting(call_id=call.call_id, note="parcel", due_at=due))
                     elif call.name == "helper":
                         self.add(
                             ChildStarted(call_id=call.call_id, child_run_id=f"R1-{call.call_id}")

@@ -10,19 +10,15 @@ import pytest
 from pydantic import BaseModel
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    CodeTool,
+from psych_runtime import AgentSpec, CodeTool, ModelRef, ToolContext
+from psych_runtime.errors import ModelError, ToolNotRegistered
+from psych_runtime.ports import ToolResultMessage
+from psych_runtime.records import (
     ModelCallFailed,
-    ModelError,
-    ModelRef,
     RunFailed,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
-    ToolContext,
-    ToolNotRegistered,
-    ToolResultMessage,
 )
 from psych_runtime.testing.fake_model import FakeModel
 
@@ -81,8 +77,8 @@ async def test_one_append_carries_the_model_turn_and_the_starts_of_its_calls() -
     original = store.append
 
     async def spy(
-        run_id: str, attempt: int, batch: psych_runtime.Batch
-    ) -> psych_runtime.AppendResult:
+        run_id: str, attempt: int, batch: psych_runtime.ports.Batch
+    ) -> psych_runtime.ports.AppendResult:
         appended.append([r.body.type for r in batch.records])
         return await original(run_id, attempt, batch)
 
@@ -324,7 +320,7 @@ async def test_the_same_idempotency_key_returns_the_same_run() -> None:
     async with psych_runtime.session(model) as s:
         first = await s.ask(make_spec(), "hi", idempotency_key="k1")
         again = await s.ask(make_spec(), "hi", idempotency_key="k1")
-        with pytest.raises(psych_runtime.IdempotencyConflict, match="'k1'"):
+        with pytest.raises(psych_runtime.errors.IdempotencyConflict, match="'k1'"):
             await s.ask(make_spec(), "something else", idempotency_key="k1")
     assert again.run_id == first.run_id and again.text == "Hello!"
     assert model.remaining == 0 and len(model.requests) == 1

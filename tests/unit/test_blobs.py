@@ -12,22 +12,19 @@ import psych_runtime
 from psych_runtime import (
     DEFAULT_BLOB_THRESHOLD,
     AgentSpec,
-    BlobNotFound,
     CodeTool,
     FileBlobStore,
-    FoldError,
     MemoryBlobStore,
     MemoryStore,
-    ModelCallFinished,
     ModelRef,
-    Offloaded,
     OffloadingStore,
-    RunAdmitted,
+    Runtime,
     Scope,
-    ToolCallFinished,
-    ToolResultMessage,
     Worker,
 )
+from psych_runtime.errors import BlobNotFound, FoldError
+from psych_runtime.ports import ToolResultMessage
+from psych_runtime.records import ModelCallFinished, Offloaded, RunAdmitted, ToolCallFinished
 from psych_runtime.testing.fake_model import FakeModel
 
 FIVE_MB = 5 * 1024 * 1024
@@ -88,7 +85,7 @@ async def test_a_new_process_reads_the_blobs_back_through_a_file_blob_store(
     store = OffloadingStore(inner, FileBlobStore(tmp_path))
     run_id = await psych_runtime.dispatch(store.scoped(SCOPE), SPEC, "export the orders")
     model = FakeModel().turn(tool_calls=[("export", {})]).turn(text="exported")
-    await Worker(store, model=model, tools=[export]).run_until_idle()
+    await Worker(store, Runtime(model=model, tools=[export])).run_until_idle()
     # Another process: its own OffloadingStore over the same store and directory, no cache.
     again = OffloadingStore(inner, FileBlobStore(tmp_path)).scoped(SCOPE)
     report = await psych_runtime.report(again, run_id)

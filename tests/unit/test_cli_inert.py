@@ -72,10 +72,10 @@ def test_short_is_one_inert_line_of_a_json_value() -> None:
 
 
 @functools.cache
-def _records() -> list[pr.Record]:
-    call = pr.ToolCall(call_id="1.0", name=H, arguments=json.dumps({"q": H}))
-    bodies: list[pr.Body] = [
-        pr.RunAdmitted(
+def _records() -> list[pr.records.Record]:
+    call = pr.ports.ToolCall(call_id="1.0", name=H, arguments=json.dumps({"q": H}))
+    bodies: list[pr.records.Body] = [
+        pr.records.RunAdmitted(
             agent=H,
             spec_version=H,
             input=H + HUGE,
@@ -83,8 +83,8 @@ def _records() -> list[pr.Record]:
             parent_run_id=H,
             parent_call_id=H,
         ),
-        pr.AttemptStarted(worker_id=H),
-        pr.ModelCallFinished(
+        pr.records.AttemptStarted(worker_id=H),
+        pr.records.ModelCallFinished(
             model=H,
             text=H + HUGE,
             tool_calls=(call,),
@@ -93,25 +93,28 @@ def _records() -> list[pr.Record]:
             cost=pr.Cost(amount=Decimal("0.01"), currency=H, source="provider"),
             finish_reason=H,
         ),
-        pr.ModelCallFailed(model=H, error=H + HUGE, status=500),
-        pr.ToolCallStarted(call_id=H, name=H),
-        pr.ToolCallFinished(call_id=H, result={"text": H, "huge": HUGE}),
-        pr.ToolCallFailed(call_id=H, reason="error", error=H + HUGE),
-        pr.ToolCallSettled(call_id=H, note=H),
-        pr.ToolCallWaiting(call_id=H, note=H),
-        pr.ApprovalRequested(call_id=H, rule=H),
-        pr.ApprovalDecided(number=1, call_id=H, approved=True, by=H, note=H, arguments={H: H}),
-        pr.SignalReceived(number=2, key=H, signal=pr.UserInput(text=H)),
-        pr.SignalIgnored(number=3, key=H, reason=H),
-        pr.RunSuspended(reason="approval", calls=(H, H)),
-        pr.ChildStarted(call_id=H, child_run_id=H),
-        pr.ChildFinished(call_id=H, child_run_id=H, status=H),
-        pr.RunFailed(reason=H, error=H + HUGE),
-        pr.RunCancelled(reason=H),
-        pr.Offloaded(body_type=H, tenant=H, blob=H, size=1),
+        pr.records.ModelCallFailed(model=H, error=H + HUGE, status=500),
+        pr.records.ToolCallStarted(call_id=H, name=H),
+        pr.records.ToolCallFinished(call_id=H, result={"text": H, "huge": HUGE}),
+        pr.records.ToolCallFailed(call_id=H, reason="error", error=H + HUGE),
+        pr.records.ToolCallSettled(call_id=H, note=H),
+        pr.records.ToolCallWaiting(call_id=H, note=H),
+        pr.records.ApprovalRequested(call_id=H, rule=H),
+        pr.records.ApprovalDecided(
+            number=1, call_id=H, approved=True, by=H, note=H, arguments={H: H}
+        ),
+        pr.records.SignalReceived(number=2, key=H, signal=pr.records.UserInput(text=H)),
+        pr.records.SignalIgnored(number=3, key=H, reason=H),
+        pr.records.RunSuspended(reason="approval", calls=(H, H)),
+        pr.records.ChildStarted(call_id=H, child_run_id=H),
+        pr.records.ChildFinished(call_id=H, child_run_id=H, status=H),
+        pr.records.RunFailed(reason=H, error=H + HUGE),
+        pr.records.RunCancelled(reason=H),
+        pr.records.Offloaded(body_type=H, tenant=H, blob=H, size=1),
     ]
     return [
-        pr.Record(run_id=H, seq=seq, attempt=1, at=AT, body=body) for seq, body in enumerate(bodies)
+        pr.records.Record(run_id=H, seq=seq, attempt=1, at=AT, body=body)
+        for seq, body in enumerate(bodies)
     ]
 
 
@@ -169,8 +172,8 @@ def _report() -> pr.Report:
     )
 
 
-def _rows() -> tuple[pr.RunRow, ...]:
-    row = pr.RunRow(
+def _rows() -> tuple[pr.ports.RunRow, ...]:
+    row = pr.ports.RunRow(
         run_id=H,
         tenant=H,
         agent=H,
@@ -268,8 +271,12 @@ def test_each_view_alone_is_inert_and_bounded(view: str) -> None:
 def test_rich_markup_in_a_log_string_is_printed_literally() -> None:
     # Even on a console that parses markup (rich's default), the views hold none to parse.
     markup = "[red]a[/] :warning: [link=x]b[/link]"
-    record = pr.Record(
-        run_id="r1", seq=0, attempt=1, at=AT, body=pr.RunFailed(reason="error", error=markup)
+    record = pr.records.Record(
+        run_id="r1",
+        seq=0,
+        attempt=1,
+        at=AT,
+        body=pr.records.RunFailed(reason="error", error=markup),
     )
     row = dataclasses.replace(_rows()[0], run_id="r1", agent=markup)
     for view in (record_line(record), runs_table((row,))):

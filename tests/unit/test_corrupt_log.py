@@ -11,21 +11,10 @@ import datetime as dt
 import pytest
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    Batch,
-    CorruptLog,
-    MemoryStore,
-    ModelRef,
-    NewRun,
-    Record,
-    RunAdmitted,
-    RunIndex,
-    Scope,
-    ToolCallFinished,
-    Worker,
-    dispatch,
-)
+from psych_runtime import AgentSpec, Leases, MemoryStore, ModelRef, Runtime, Scope, Worker, dispatch
+from psych_runtime.errors import CorruptLog
+from psych_runtime.ports import Batch, NewRun, RunIndex
+from psych_runtime.records import Record, RunAdmitted, ToolCallFinished
 from psych_runtime.testing.fake_model import FakeModel
 
 SCOPE = Scope(tenant="acme")
@@ -55,7 +44,7 @@ async def test_a_worker_fails_a_corrupt_run_at_its_first_claim() -> None:
     store = MemoryStore()
     run_id = await _contradictory_run(store)
     model = FakeModel()
-    await Worker(store, model=model, max_attempts=10).run_until_idle()
+    await Worker(store, Runtime(model=model, leases=Leases(max_attempts=10))).run_until_idle()
     scoped = store.scoped(SCOPE)
     status = await psych_runtime.status(scoped, run_id)
     assert status.status == "failed"
@@ -108,7 +97,7 @@ async def test_a_log_from_a_newer_psych_core_is_released_for_another_worker() ->
         def now(self) -> dt.datetime:
             return now[0]
 
-    await Worker(store, model=FakeModel(), clock=Fixed()).run_until_idle()
+    await Worker(store, Runtime(model=FakeModel(), clock=Fixed())).run_until_idle()
     row = await store.get_run("acme", "newer")
     assert row is not None and row.status == "queued", "released, never failed"
     assert row.runnable_at is not None and row.runnable_at > now[0]

@@ -9,9 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from psych_core import RunState, fold, fold_all
-from psych_runtime import (
-    CorruptLog,
-    FoldError,
+from psych_runtime.errors import CorruptLog, FoldError
+from psych_runtime.records import (
     ModelCallFinished,
     OutputRejected,
     Record,

@@ -9,18 +9,9 @@ from typing import Any
 import pytest
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    ArgRule,
-    CodeTool,
-    MemoryStore,
-    ModelRef,
-    NotAwaitingApproval,
-    Scope,
-    ToolResultMessage,
-    UserMessage,
-    WaitFor,
-)
+from psych_runtime import AgentSpec, ArgRule, CodeTool, MemoryStore, ModelRef, Scope, WaitFor
+from psych_runtime.errors import NotAwaitingApproval
+from psych_runtime.ports import ToolResultMessage, UserMessage
 from psych_runtime.testing.fake_model import FakeModel
 
 SCOPE = Scope(tenant="acme")
@@ -189,9 +180,11 @@ async def test_named_rules_come_from_the_worker_and_unknown_ones_ask() -> None:
         return int(arguments["amount"]) >= 1000
 
     async with psych_runtime.session(
-        refund_then_answer(10),
-        tools=[ledger.refund, ledger.lookup],
-        approval_rules={"big_refund": big},
+        runtime=psych_runtime.Runtime(
+            model=refund_then_answer(10),
+            tools=[ledger.refund, ledger.lookup],
+            approval_rules={"big_refund": big},
+        )
     ) as s:
         view = await s.ask(spec, "refund")
     assert view.status == "completed" and ledger.refunds == [("A1", 10)]
@@ -255,7 +248,9 @@ async def test_a_timed_wait_is_due_at_its_time_and_times_out_there() -> None:
     )
     run_id = await psych_runtime.dispatch(scoped, spec, "wait")
     model = FakeModel().turn(tool_calls=[("sleep_an_hour", {})]).turn(text="An hour passed.")
-    worker = psych_runtime.Worker(store, model=model, tools=[sleep_an_hour], clock=Clock())
+    worker = psych_runtime.Worker(
+        store, psych_runtime.Runtime(model=model, tools=[sleep_an_hour], clock=Clock())
+    )
     await worker.run_until_idle()
     status = await psych_runtime.status(scoped, run_id)
     assert (status.status, status.due_at) == ("waiting", due_at)
@@ -284,7 +279,7 @@ async def test_a_resume_when_nothing_waits_is_recorded_as_ignored() -> None:
     assert still.status == "waiting"
     ignored = [r.body for r in log if r.body.type == "signal_ignored"]
     assert len(ignored) == 1
-    assert isinstance(ignored[0], psych_runtime.SignalIgnored)
+    assert isinstance(ignored[0], psych_runtime.records.SignalIgnored)
     assert "not waiting for a resume" in ignored[0].reason
 
 
@@ -297,7 +292,7 @@ async def test_cancel_a_waiting_run_fails_its_pending_calls_and_ends_it() -> Non
         await psych_runtime.cancel(s.store, view.run_id, "customer left", by="ops")
         done = await s.drive(view.run_id)
         report = await psych_runtime.report(s.store, view.run_id)
-        with pytest.raises(psych_runtime.RunFinished):
+        with pytest.raises(psych_runtime.errors.RunFinished):
             await psych_runtime.cancel(s.store, view.run_id)
     assert done.status == "cancelled" and ledger.refunds == []
     assert (report.tool_calls[0].outcome, report.tool_calls[0].reason) == ("failed", "cancelled")
@@ -331,10 +326,12 @@ async def test_cancel_a_running_run_gives_calls_a_grace_period_then_settles_them
     model = FakeModel().turn(tool_calls=[("quick", {}), ("slow", {})])
     worker = psych_runtime.Worker(
         store,
-        model=model,
-        tools=[quick, slow],
-        cancel_grace=0.3,
-        lease_ttl=dt.timedelta(seconds=0.3),
+        psych_runtime.Runtime(
+            model=model,
+            tools=[quick, slow],
+            cancel_grace=0.3,
+            leases=psych_runtime.Leases(ttl=dt.timedelta(seconds=0.3)),
+        ),
     )
     serving = asyncio.create_task(worker.run_until_idle())
     await started.wait()
@@ -367,7 +364,10 @@ async def test_interrupt_adds_a_message_the_model_sees_at_its_next_turn() -> Non
         .turn(text="A1 shipped; B2 too.")
     )
     worker = psych_runtime.Worker(
-        store, model=model, tools=[lookup], lease_ttl=dt.timedelta(seconds=0.3)
+        store,
+        psych_runtime.Runtime(
+            model=model, tools=[lookup], leases=psych_runtime.Leases(ttl=dt.timedelta(seconds=0.3))
+        ),
     )
     serving = asyncio.create_task(worker.run_until_idle())
     await called.wait()

@@ -18,17 +18,16 @@ import pytest
 from psych_runtime import (
     AgentSpec,
     CodeTool,
-    LeaseExpired,
-    LeaseLost,
+    Leases,
     MemoryStore,
     ModelRef,
-    RenewResult,
+    Runtime,
     Scope,
-    Store,
-    StoreUnavailable,
     Worker,
     dispatch,
 )
+from psych_runtime.errors import LeaseExpired, LeaseLost, StoreUnavailable
+from psych_runtime.ports import RenewResult, Store
 from psych_runtime.runtime import Lease, with_lease
 from psych_runtime.testing.fake_model import FakeModel
 
@@ -144,9 +143,11 @@ async def test_a_lost_lease_leaves_no_task_pending(caplog: pytest.LogCaptureFixt
     await dispatch(store.scoped(Scope(tenant="t")), spec, "go")
     worker = Worker(
         store,
-        model=FakeModel().turn(tool_calls=[("slow", {})]),
-        tools=[slow],
-        lease_ttl=dt.timedelta(seconds=0.3),
+        Runtime(
+            model=FakeModel().turn(tool_calls=[("slow", {})]),
+            tools=[slow],
+            leases=Leases(ttl=dt.timedelta(seconds=0.3)),
+        ),
     )
     caplog.set_level(logging.WARNING)
     serving = asyncio.create_task(worker.run_until_idle())

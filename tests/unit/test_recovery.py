@@ -7,18 +7,11 @@ import datetime as dt
 import pytest
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    CodeTool,
-    MemoryStore,
-    ModelRef,
-    Scope,
-    ToolCallSettled,
-    ToolResultMessage,
-)
-from psych_runtime.runtime import Services, SystemClock, dispatch, execute_claim
+from psych_runtime import AgentSpec, CodeTool, MemoryStore, ModelRef, Scope
+from psych_runtime.ports import ToolResultMessage
+from psych_runtime.records import ToolCallSettled
+from psych_runtime.runtime import Leases, Runtime, dispatch, drive, registry_of
 from psych_runtime.testing.fake_model import FakeModel
-from psych_runtime.tools import ToolRegistry
 
 
 class WorkerDied(BaseException):
@@ -54,24 +47,21 @@ async def _crash_then_recover(tool: CodeTool) -> tuple[list[str], psych_runtime.
     scoped = store.scoped(Scope(tenant="acme"))
     spec = AgentSpec(name="billing", model=ModelRef(model="fake"), tools=(tool,))
     model = FakeModel().turn(tool_calls=[("charge", {"order_id": "A1"})]).turn(text="Done.")
-    registry = ToolRegistry([charge])
+    runtime = Runtime(model=model, tools=[charge], leases=Leases(ttl=TTL))
+    registry = registry_of(runtime)
     run_id = await dispatch(scoped, spec, "charge A1")
 
     first = await store.claim("w1", TTL)
     assert first is not None
     with pytest.raises(WorkerDied):
-        await execute_claim(
-            store, first, Services(model=model, tools=registry, clock=SystemClock(), ttl=TTL)
-        )
+        await drive(store, first, runtime, registry)
     assert await store.claim("w2", TTL) is None  # the dead worker's lease still holds
 
     clock.now_value += TTL + dt.timedelta(seconds=1)
     second = await store.claim("w2", TTL)
     assert second is not None and second.attempt == 2
-    state = await execute_claim(
-        store, second, Services(model=model, tools=registry, clock=SystemClock(), ttl=TTL)
-    )
-    assert state.status == "completed"
+    state = (await drive(store, second, runtime, registry)).state
+    assert state is not None and state.status == "completed"
     return effects, await psych_runtime.report(scoped, run_id), model
 
 
@@ -98,8 +88,8 @@ async def test_a_model_call_lost_in_a_crash_is_repeated() -> None:
         died = False
 
         async def complete(
-            self, request: psych_runtime.ModelRequest
-        ) -> psych_runtime.ModelResponse:
+            self, request: psych_runtime.ports.ModelRequest
+        ) -> psych_runtime.ports.ModelResponse:
             if not self.died:
                 self.died = True
                 raise WorkerDied
@@ -111,18 +101,17 @@ async def test_a_model_call_lost_in_a_crash_is_repeated() -> None:
     spec = AgentSpec(name="a", model=ModelRef(model="fake"))
     model = DyingModel().turn(text="hello")
     await dispatch(scoped, spec, "hi")
+    runtime = Runtime(model=model, leases=Leases(ttl=TTL))
+    registry = registry_of(runtime)
     first = await store.claim("w1", TTL)
     assert first is not None
     with pytest.raises(WorkerDied):
-        await execute_claim(
-            store, first, Services(model=model, tools=ToolRegistry(), clock=SystemClock(), ttl=TTL)
-        )
+        await drive(store, first, runtime, registry)
     clock.now_value += TTL * 2
     second = await store.claim("w2", TTL)
     assert second is not None
-    state = await execute_claim(
-        store, second, Services(model=model, tools=ToolRegistry(), clock=SystemClock(), ttl=TTL)
-    )
+    state = (await drive(store, second, runtime, registry)).state
+    assert state is not None
     assert state.status == "completed" and state.last_text == "hello"
     log = await psych_runtime.read_log(scoped, state.run_id)
     assert [r.body.type for r in log] == [
@@ -143,9 +132,9 @@ async def test_another_tenant_sees_no_run_through_any_reading_function() -> None
         view = await s.ask(AgentSpec(name="a", model=ModelRef(model="m")), "hello")
     other = store.scoped(Scope(tenant="globex"))
     for read in (psych_runtime.status, psych_runtime.report, psych_runtime.read_log):
-        with pytest.raises(psych_runtime.RunNotFound, match=view.run_id):
+        with pytest.raises(psych_runtime.errors.RunNotFound, match=view.run_id):
             await read(other, view.run_id)
-        with pytest.raises(psych_runtime.RunNotFound):
+        with pytest.raises(psych_runtime.errors.RunNotFound):
             await read(other, "no-such-run")
     assert (await psych_runtime.status(store.scoped(Scope(tenant="acme")), view.run_id)).status == (
         "completed"

@@ -8,18 +8,11 @@ import datetime as dt
 import pytest
 
 import psych_runtime
-from psych_runtime import (
-    AgentSpec,
-    AgentTool,
-    EnvSecretResolver,
-    IdempotencyConflict,
-    MemoryStore,
-    ModelRef,
-    RunAdmitted,
-    Scope,
-    ToolCall,
-)
+from psych_runtime import AgentSpec, AgentTool, EnvSecretResolver, MemoryStore, ModelRef, Scope
+from psych_runtime.errors import IdempotencyConflict
 from psych_runtime.model.egress import Redactor
+from psych_runtime.ports import ToolCall
+from psych_runtime.records import RunAdmitted
 from psych_runtime.runtime import load_state
 from psych_runtime.runtime._children import start_child
 from psych_runtime.testing.fake_model import FakeModel
@@ -76,7 +69,9 @@ async def test_idempotency_compares_the_input_as_sent_not_as_recorded() -> None:
 async def test_a_session_passes_its_secrets_to_admission() -> None:
     store = MemoryStore()
     model = FakeModel().turn(text="Done.")
-    async with psych_runtime.session(model, store=store, secrets=SECRETS) as s:
+    async with psych_runtime.session(
+        runtime=psych_runtime.Runtime(model=model, secrets=SECRETS), store=store
+    ) as s:
         view = await s.ask(SPEC, f"my key is {KEY}")
     assert (await admitted(store, view.run_id)).input == "my key is [redacted:KEY]"
     assert KEY not in repr(model.requests)

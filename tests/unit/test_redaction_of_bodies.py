@@ -19,7 +19,11 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, JsonValue
 
 import psych_core
-from psych_runtime import (
+from psych_runtime import Cost, EnvSecretResolver, Scope, Usage
+from psych_runtime.model.egress import Redactor, redaction_mark
+from psych_runtime.model.egress._redact import MIN_SECRET_LENGTH
+from psych_runtime.ports import ToolCall
+from psych_runtime.records import (
     ApprovalDecided,
     ApprovalRequested,
     Approve,
@@ -27,9 +31,7 @@ from psych_runtime import (
     Cancel,
     ChildFinished,
     ChildStarted,
-    Cost,
     Deny,
-    EnvSecretResolver,
     ModelCallFailed,
     ModelCallFinished,
     Offloaded,
@@ -39,20 +41,15 @@ from psych_runtime import (
     RunCompleted,
     RunFailed,
     RunSuspended,
-    Scope,
     SignalIgnored,
     SignalReceived,
-    ToolCall,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
     ToolCallStarted,
     ToolCallWaiting,
-    Usage,
     UserInput,
 )
-from psych_runtime.model.egress import Redactor, redaction_mark
-from psych_runtime.model.egress._redact import MIN_SECRET_LENGTH
 
 SECRET = 'pa"ss/w\\\u00f6rd+1 2'
 """A secret with characters the encodings treat differently: a quote, a slash, a backslash,

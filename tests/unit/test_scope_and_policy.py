@@ -17,16 +17,15 @@ from psych_runtime import (
     CodeTool,
     MemoryStore,
     ModelRef,
-    Policy,
-    PolicyAction,
-    PolicyDenied,
-    RunNotFound,
     RunQuery,
+    Runtime,
     Scope,
     ScopedStore,
-    ToolCallFailed,
     Worker,
 )
+from psych_runtime.errors import PolicyDenied, RunNotFound
+from psych_runtime.ports import Policy, PolicyAction
+from psych_runtime.records import ToolCallFailed
 from psych_runtime.testing.fake_model import FakeModel
 from psych_runtime.tools import ToolRegistry
 
@@ -198,7 +197,8 @@ async def test_a_tool_denied_to_a_principal_is_never_offered_and_a_forged_call_i
         .turn(text="done")
     )
     async with psych_runtime.session(
-        model, tools=[lookup, delete_all], scope=intern, policy=policy
+        runtime=psych_runtime.Runtime(model=model, tools=[lookup, delete_all], policy=policy),
+        scope=intern,
     ) as s:
         view = await s.ask(SPEC, "clean up")
         log = await psych_runtime.read_log(s.store, view.run_id)
@@ -217,7 +217,8 @@ async def test_a_tool_denied_to_a_principal_is_never_offered_and_a_forged_call_i
     admin_model = FakeModel().turn(text="nothing to do")
     admin = Scope(tenant="acme", principal="admin")
     async with psych_runtime.session(
-        admin_model, tools=[lookup, delete_all], scope=admin, policy=policy
+        runtime=psych_runtime.Runtime(model=admin_model, tools=[lookup, delete_all], policy=policy),
+        scope=admin,
     ) as s:
         await s.ask(SPEC, "hi")
     assert [tool.name for tool in admin_model.requests[0].tools] == ["lookup", "delete_all"]
@@ -230,7 +231,9 @@ async def test_a_worker_narrows_tools_by_the_runs_own_scope() -> None:
     intern = store.scoped(Scope(tenant="acme", principal="intern"), policy=policy)
     run_id = await psych_runtime.dispatch(intern, SPEC, "clean up")
     model = FakeModel().turn(tool_calls=[("delete_all", {"confirm": True})]).turn(text="no")
-    await Worker(store, model=model, tools=[lookup, delete_all], policy=policy).run_until_idle()
+    await Worker(
+        store, Runtime(model=model, tools=[lookup, delete_all], policy=policy)
+    ).run_until_idle()
     assert [tool.name for tool in model.requests[0].tools] == ["lookup"]
     assert deleted == []
     [call] = (await psych_runtime.report(intern, run_id)).tool_calls
@@ -257,7 +260,8 @@ async def test_tools_are_resolved_again_before_every_model_call() -> None:
     model.turn(text="done")
     intern = Scope(tenant="acme", principal="intern")
     async with psych_runtime.session(
-        Revoking(), tools=[lookup, delete_all], scope=intern, policy=policy
+        runtime=psych_runtime.Runtime(model=Revoking(), tools=[lookup, delete_all], policy=policy),
+        scope=intern,
     ) as s:
         view = await s.ask(SPEC, "go")
         report = await psych_runtime.report(s.store, view.run_id)

@@ -14,18 +14,20 @@ from psych_runtime import (
     CodeTool,
     EgressPolicy,
     EnvSecretResolver,
-    ModelCallFailed,
-    ModelError,
     ModelRef,
     PriceTable,
+    Usage,
+)
+from psych_runtime.errors import ModelError
+from psych_runtime.model.egress import Redactor, address_kind
+from psych_runtime.ports import SecretResolver
+from psych_runtime.records import (
+    ModelCallFailed,
     RunFailed,
-    SecretResolver,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallStarted,
-    Usage,
 )
-from psych_runtime.model.egress import Redactor, address_kind
 from psych_runtime.testing.fake_model import FakeModel
 
 TOKEN = "tok-ABCDEF-123456"
@@ -108,7 +110,9 @@ async def test_a_session_with_secrets_redacts_tool_results_and_model_errors() ->
     )
     secrets = EnvSecretResolver(["TOKEN"], environ={"TOKEN": TOKEN})
     spec = AgentSpec(name="a", model=ModelRef(model="fake"), tools=(CodeTool(name="leak"),))
-    async with psych_runtime.session(model, tools=[leak], secrets=secrets) as s:
+    async with psych_runtime.session(
+        runtime=psych_runtime.Runtime(model=model, tools=[leak], secrets=secrets)
+    ) as s:
         view = await s.ask(spec, "go")
         log = await psych_runtime.read_log(s.store, view.run_id)
     assert all(TOKEN not in record.model_dump_json() for record in log)
@@ -124,7 +128,9 @@ async def test_a_session_prices_calls_the_model_client_did_not_price() -> None:
     model = FakeModel().turn(text="Hi.", usage=Usage(input=1000, output=500))
     prices = PriceTable({"fake-model": {"input": "1", "output": "2"}})
     spec = AgentSpec(name="a", model=ModelRef(model="fake-model"))
-    async with psych_runtime.session(model, prices=prices) as s:
+    async with psych_runtime.session(
+        runtime=psych_runtime.Runtime(model=model, prices=prices)
+    ) as s:
         view = await s.ask(spec, "hi")
         report = await psych_runtime.report(s.store, view.run_id)
     assert report.totals.cost is not None

@@ -8,7 +8,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 import psych_runtime
-from psych_runtime import AgentSpec, CodeTool, MemoryStore, ModelRef, Scope, UserMessage, Worker
+from psych_runtime import AgentSpec, CodeTool, MemoryStore, ModelRef, Runtime, Scope, Worker
+from psych_runtime.ports import UserMessage
 from psych_runtime.testing.fake_model import FakeModel
 
 SCOPE = Scope(tenant="acme")
@@ -38,12 +39,12 @@ async def test_cancels_racing_a_suspend_are_never_lost() -> None:
         scoped = store.scoped(SCOPE)
         run_id = await psych_runtime.dispatch(scoped, SPEC, "refund A1")
         model = FakeModel().turn(tool_calls=[("refund", {"order_id": "A1"})])
-        worker = Worker(store, model=model, tools=[refund])
+        worker = Worker(store, Runtime(model=model, tools=[refund]))
 
         cancel = psych_runtime.cancel(scoped, run_id, f"trial {trial}")
         await asyncio.gather(worker.run_until_idle(), _after(rng.randint(0, 6), cancel))
         # Whatever the interleaving, the cancel is in the log once the run is served again.
-        await Worker(store, model=FakeModel(), tools=[refund]).run_until_idle()
+        await Worker(store, Runtime(model=FakeModel(), tools=[refund])).run_until_idle()
         status = await psych_runtime.status(scoped, run_id)
         assert status.status == "cancelled", (trial, status)
 
@@ -57,16 +58,16 @@ async def test_user_input_racing_the_final_answer_gets_its_own_turn() -> None:
         run_id = await psych_runtime.dispatch(scoped, spec, "hi")
         model = FakeModel().turn(text="Hello!").turn(text="Yes, B2 too.")
 
-        worker = Worker(store, model=model, tools=[])
+        worker = Worker(store, Runtime(model=model, tools=[]))
         interrupt = psych_runtime.interrupt(scoped, run_id, "and B2?")
         _, sent = await asyncio.gather(
             worker.run_until_idle(),
             _after(rng.randint(0, 6), interrupt),
             return_exceptions=True,
         )
-        accepted = not isinstance(sent, psych_runtime.RunFinished)
-        assert accepted or isinstance(sent, psych_runtime.RunFinished)
-        await Worker(store, model=model, tools=[]).run_until_idle()
+        accepted = not isinstance(sent, psych_runtime.errors.RunFinished)
+        assert accepted or isinstance(sent, psych_runtime.errors.RunFinished)
+        await Worker(store, Runtime(model=model, tools=[])).run_until_idle()
         status = await psych_runtime.status(scoped, run_id)
         assert status.status == "completed"
         if accepted:
@@ -83,12 +84,14 @@ async def test_a_message_landing_just_before_the_final_append_is_answered() -> N
         raced = False
 
         async def append(
-            self, run_id: str, attempt: int, batch: psych_runtime.Batch
-        ) -> psych_runtime.AppendResult:
+            self, run_id: str, attempt: int, batch: psych_runtime.ports.Batch
+        ) -> psych_runtime.ports.AppendResult:
             closing = any(r.body.type == "run_completed" for r in batch.records)
             if closing and not self.raced:
                 self.raced = True
-                await self.signal("acme", run_id, psych_runtime.UserInput(text="and B2?"), "late")
+                await self.signal(
+                    "acme", run_id, psych_runtime.records.UserInput(text="and B2?"), "late"
+                )
             return await super().append(run_id, attempt, batch)
 
     store = RacingStore()
@@ -97,7 +100,7 @@ async def test_a_message_landing_just_before_the_final_append_is_answered() -> N
         scoped, AgentSpec(name="c", model=ModelRef(model="f")), "hi"
     )
     model = FakeModel().turn(text="Hello!").turn(text="B2 shipped too.")
-    await Worker(store, model=model, tools=[]).run_until_idle()
+    await Worker(store, Runtime(model=model, tools=[])).run_until_idle()
     log = await psych_runtime.read_log(scoped, run_id)
     assert [r.body.type for r in log] == [
         "run_admitted",

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from psych_runtime import AgentSpec, ArgRule, CodeTool, ModelRef, Skill, SpecError
+from psych_runtime import AgentSpec, ArgRule, CodeTool, ModelRef, Skill
+from psych_runtime.errors import SpecError
 
 names = st.text(st.characters(categories=("L", "N")), min_size=1, max_size=12)
 tool_names = st.from_regex(r"[A-Za-z0-9_-]{1,20}", fullmatch=True)

@@ -23,22 +23,18 @@ from psych_core import (
     schema_problems,
     validation_errors,
 )
-from psych_runtime import (
-    AgentSpec,
+from psych_runtime import AgentSpec, CodeTool, ModelRef, Scope
+from psych_runtime.errors import FoldError, OutputUnavailable
+from psych_runtime.ports import UserMessage
+from psych_runtime.records import (
     AttemptStarted,
-    CodeTool,
-    FoldError,
     ModelCallFinished,
-    ModelRef,
     OutputRejected,
-    OutputUnavailable,
     Record,
     RunAdmitted,
     RunFailed,
-    Scope,
     SignalReceived,
     UserInput,
-    UserMessage,
 )
 from psych_runtime.testing.fake_model import FakeModel
 
@@ -351,7 +347,7 @@ def test_a_log_from_before_output_retries_folds_unchanged() -> None:
 
 def test_the_reducer_refuses_a_rejection_out_of_place() -> None:
     answered = fold_all(RunState.empty("R1", SPEC), _log(ModelCallFinished(model="fake", text="x")))
-    action = next_action(answered)
+    action = next_action(answered, T0)
     assert isinstance(action, RejectOutput)
     assert (action.answer_seq, action.try_number) == (2, 1) and "not valid JSON" in action.error
     cases = [
@@ -372,7 +368,7 @@ def test_the_reducer_refuses_a_rejection_out_of_place() -> None:
             body=OutputRejected(answer_seq=2, error="e", try_number=1),
         ),
     )
-    assert next_action(rejected) == CallModel()
+    assert next_action(rejected, T0) == CallModel()
     again = Record(
         run_id="R1",
         seq=4,
@@ -394,10 +390,10 @@ def test_a_new_user_message_starts_the_tries_again() -> None:
         ]
         seq += 2
     state = fold_all(RunState.empty("R1", SPEC), _log(*tries))
-    assert isinstance(next_action(state), Fail)
+    assert isinstance(next_action(state, T0), Fail)
     message = SignalReceived(number=1, key="k", signal=UserInput(text="try once more"))
     state = fold(state, Record(run_id="R1", seq=state.next_seq, attempt=1, at=T0, body=message))
-    assert state.output_rejections == () and next_action(state) == CallModel()
+    assert state.output_rejections == () and next_action(state, T0) == CallModel()
 
 
 def test_output_retries_at_its_default_leaves_every_spec_version_unchanged() -> None:

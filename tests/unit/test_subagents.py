@@ -13,18 +13,18 @@ from psych_runtime import (
     AgentTool,
     CodeTool,
     Cost,
+    Leases,
     MemoryStore,
     ModelRef,
-    ModelRequest,
-    ModelResponse,
+    Runtime,
     Scope,
     Usage,
     Worker,
 )
-from psych_runtime.runtime import Services, SystemClock, execute_claim, load_state
+from psych_runtime.ports import ModelRequest, ModelResponse
+from psych_runtime.runtime import SystemClock, drive, load_state, registry_of
 from psych_runtime.runtime._children import child_run_id, start_child
 from psych_runtime.testing.fake_model import FakeModel
-from psych_runtime.tools import ToolRegistry
 
 SCOPE = Scope(tenant="acme")
 
@@ -84,7 +84,9 @@ async def test_a_subagent_runs_as_a_child_and_its_answer_is_the_calls_result() -
     )
     model = ByModel(parent_model=parent_model, child_model=child_model)
     run_id = await psych_runtime.dispatch(scoped, PARENT, "help")
-    await Worker(store, model=model, tools=[lookup, delete_all], concurrency=2).run_until_idle()
+    await Worker(
+        store, Runtime(model=model, tools=[lookup, delete_all]), concurrency=2
+    ).run_until_idle()
 
     parent = await psych_runtime.report(scoped, run_id)
     child_id = child_run_id(run_id, "2.0")
@@ -124,18 +126,14 @@ async def test_the_parent_waits_holding_no_worker_while_the_child_runs() -> None
     run_id = await psych_runtime.dispatch(scoped, PARENT, "help")
     claim = await store.claim("w", dt.timedelta(seconds=30), run_id=run_id)
     assert claim is not None
-    services = Services(
-        model=model,
-        tools=ToolRegistry([lookup, delete_all]),
-        clock=SystemClock(),
-        ttl=dt.timedelta(seconds=30),
-    )
-    state = await execute_claim(store, claim, services)
+    runtime = Runtime(model=model, tools=[lookup, delete_all])
+    state = (await drive(store, claim, runtime, registry_of(runtime))).state
+    assert state is not None
     status = await psych_runtime.status(scoped, run_id)
     assert (state.status, status.waiting, status.waiting_for) == ("waiting", "children", ("2.0",))
     row = await store.get_run("acme", run_id)
     assert row is not None and row.lease_owner is None
-    await Worker(store, model=model, tools=[lookup, delete_all]).run_until_idle()
+    await Worker(store, Runtime(model=model, tools=[lookup, delete_all])).run_until_idle()
     assert (await psych_runtime.status(scoped, run_id)).status == "completed"
 
 
@@ -145,7 +143,7 @@ async def test_starting_a_child_again_finds_the_same_child() -> None:
     model = ByModel(parent_model=FakeModel().turn(tool_calls=[("research", {"input": "go"})]))
     run_id = await psych_runtime.dispatch(scoped, PARENT, "help")
     parent = await load_state(store, run_id)
-    call = psych_runtime.ToolCall(call_id="2.0", name="research", arguments='{"input": "go"}')
+    call = psych_runtime.ports.ToolCall(call_id="2.0", name="research", arguments='{"input": "go"}')
     ref = PARENT.tools[1]
     assert isinstance(ref, AgentTool)
     first = await start_child(store, parent, call, ref, "go", ("lookup",), SystemClock())
@@ -174,11 +172,13 @@ async def test_cancelling_a_parent_cancels_its_running_child() -> None:
     run_id = await psych_runtime.dispatch(scoped, PARENT, "help")
     worker = Worker(
         store,
-        model=model,
-        tools=[slow_lookup, delete_all],
+        Runtime(
+            model=model,
+            tools=[slow_lookup, delete_all],
+            cancel_grace=0.2,
+            leases=Leases(ttl=dt.timedelta(seconds=0.3)),
+        ),
         concurrency=2,
-        cancel_grace=0.2,
-        lease_ttl=dt.timedelta(seconds=0.3),
     )
     serving = asyncio.create_task(worker.run_until_idle())
     child_id = child_run_id(run_id, "2.0")

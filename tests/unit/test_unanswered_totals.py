@@ -5,7 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import psych_runtime
-from psych_runtime import AgentSpec, Cost, ModelError, ModelRef, Totals, Usage
+from psych_runtime import AgentSpec, Cost, ModelRef, Totals, Usage
+from psych_runtime.errors import ModelError
 from psych_runtime.testing.fake_model import FakeModel
 
 SPEC = AgentSpec(name="a", model=ModelRef(model="m"))

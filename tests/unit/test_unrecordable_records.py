@@ -7,16 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from psych_runtime import (
-    AgentSpec,
-    CodeTool,
-    ModelRef,
-    RunFailed,
-    ToolCallFailed,
-    read_log,
-    report,
-    session,
-)
+from psych_runtime import AgentSpec, CodeTool, ModelRef, read_log, report, session
+from psych_runtime.records import RunFailed, ToolCallFailed
 from psych_runtime.testing.fake_model import FakeModel
 
 SPEC = AgentSpec(name="odd", model=ModelRef(model="fake"), tools=(CodeTool(name="odd"),))

@@ -8,7 +8,16 @@ import datetime as dt
 import pytest
 
 import psych_runtime
-from psych_runtime import AgentSpec, CodeTool, MemoryStore, ModelRef, Scope, Worker, dispatch
+from psych_runtime import (
+    AgentSpec,
+    CodeTool,
+    MemoryStore,
+    ModelRef,
+    Runtime,
+    Scope,
+    Worker,
+    dispatch,
+)
 from psych_runtime.testing.fake_model import FakeModel
 
 SCOPE = Scope(tenant="acme")
@@ -39,7 +48,7 @@ async def test_a_worker_runs_what_dispatch_admitted_until_idle() -> None:
     run_ids = [await dispatch(scoped, spec, f"where is A{i}?") for i in range(3)]
     for run_id in run_ids:
         assert (await psych_runtime.status(scoped, run_id)).status == "queued"
-    worker = Worker(store, model=_per_run_model(), tools=[lookup], worker_id="w1")
+    worker = Worker(store, Runtime(model=_per_run_model(), tools=[lookup]), worker_id="w1")
     await worker.run_until_idle()
     for run_id in run_ids:
         status = await psych_runtime.status(scoped, run_id)
@@ -47,10 +56,10 @@ async def test_a_worker_runs_what_dispatch_admitted_until_idle() -> None:
         row = await store.get_run("acme", run_id)
         assert row is not None and row.lease_owner is None and row.runnable_at is None
         log = await psych_runtime.read_log(scoped, run_id)
-        assert log[1].body == psych_runtime.AttemptStarted(worker_id="w1")
+        assert log[1].body == psych_runtime.records.AttemptStarted(worker_id="w1")
 
 
-def _per_run_model() -> psych_runtime.ModelClient:
+def _per_run_model() -> psych_runtime.ports.ModelClient:
     """A model that answers each run from its own script, whatever order runs interleave in."""
 
     class PerRun:
@@ -58,8 +67,8 @@ def _per_run_model() -> psych_runtime.ModelClient:
             self.models: dict[str, FakeModel] = {}
 
         async def complete(
-            self, request: psych_runtime.ModelRequest
-        ) -> psych_runtime.ModelResponse:
+            self, request: psych_runtime.ports.ModelRequest
+        ) -> psych_runtime.ports.ModelResponse:
             model = self.models.setdefault(request.run_id, scripted(1))
             return await model.complete(request)
 
@@ -85,7 +94,7 @@ async def test_concurrency_drives_several_runs_at_once() -> None:
     slow_lookup.__name__ = "lookup"
     for i in range(4):
         await dispatch(scoped, spec, f"order {i}")
-    worker = Worker(store, model=_per_run_model(), tools=[slow_lookup], concurrency=4)
+    worker = Worker(store, Runtime(model=_per_run_model(), tools=[slow_lookup]), concurrency=4)
     await worker.run_until_idle()
     assert peak == 4
     page = await scoped.list_runs()
@@ -105,7 +114,7 @@ async def test_stop_drains_each_attempt_at_a_step_boundary_and_releases_the_leas
 
     long_lookup.__name__ = "lookup"
     run_id = await dispatch(scoped, spec_with(CodeTool(name="lookup")), "where is A1?")
-    worker = Worker(store, model=_per_run_model(), tools=[long_lookup], poll_interval=0.05)
+    worker = Worker(store, Runtime(model=_per_run_model(), tools=[long_lookup]), poll_interval=0.05)
     serving = asyncio.create_task(worker.run())
     await started.wait()
     worker.stop()
@@ -116,7 +125,7 @@ async def test_stop_drains_each_attempt_at_a_step_boundary_and_releases_the_leas
     row = await store.get_run("acme", run_id)
     assert row is not None and row.lease_owner is None and row.status == "queued"
     # Another worker picks it up where it stopped.
-    await Worker(store, model=_per_run_model(), tools=[long_lookup]).run_until_idle()
+    await Worker(store, Runtime(model=_per_run_model(), tools=[long_lookup])).run_until_idle()
     status = await psych_runtime.status(scoped, run_id)
     assert status.status == "completed" and status.attempt == 2
 
@@ -131,7 +140,7 @@ async def test_a_worker_without_a_tool_releases_the_run_for_another_with_backoff
         def now(self) -> dt.datetime:
             return now[0]
 
-    old = Worker(store, model=_per_run_model(), tools=[], clock=FixedClock())
+    old = Worker(store, Runtime(model=_per_run_model(), tools=[], clock=FixedClock()))
     await old.run_until_idle()
     row = await store.get_run("acme", run_id)
     assert row is not None and row.status == "queued" and row.lease_owner is None
@@ -139,7 +148,7 @@ async def test_a_worker_without_a_tool_releases_the_run_for_another_with_backoff
     assert (await psych_runtime.status(scoped, run_id)).status != "failed"
 
     now[0] += dt.timedelta(seconds=6)
-    await Worker(store, model=_per_run_model(), tools=[lookup]).run_until_idle()
+    await Worker(store, Runtime(model=_per_run_model(), tools=[lookup])).run_until_idle()
     assert (await psych_runtime.status(scoped, run_id)).status == "completed"
 
 
@@ -160,7 +169,7 @@ async def test_a_run_claimed_max_attempts_times_fails_with_attempts_exhausted() 
 
 async def test_concurrency_must_be_positive() -> None:
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
-        Worker(MemoryStore(), model=FakeModel(), concurrency=0)
+        Worker(MemoryStore(), Runtime(model=FakeModel()), concurrency=0)
 
 
 async def test_the_worker_logs_claims_and_ends_at_info_naming_run_and_attempt(
@@ -173,9 +182,11 @@ async def test_the_worker_logs_claims_and_ends_at_info_naming_run_and_attempt(
     done = await dispatch(scoped, spec_with(CodeTool(name="lookup")), "where is A0?")
     caplog.set_level(logging.INFO, logger="psych_runtime")
     model = _per_run_model()
-    await Worker(store, model=model, tools=[lookup], worker_id="w1").run_until_idle()
+    await Worker(store, Runtime(model=model, tools=[lookup]), worker_id="w1").run_until_idle()
     failing = await dispatch(scoped, spec_with(), "hi")
-    await Worker(store, model=FakeModel(), worker_id="w2").run_until_idle()  # no turn scripted
+    await Worker(
+        store, Runtime(model=FakeModel()), worker_id="w2"
+    ).run_until_idle()  # no turn scripted
     text = caplog.text
     assert f"worker w1 claimed run {done} attempt 1 (tenant acme)" in text
     assert f"run {done} attempt 1 completed" in text

@@ -47,19 +47,19 @@ async def _scoped(target: Target) -> AsyncIterator[ScopedStore]:
         # FileBlobStore would create it: a command that only reads must not.
         raise CliError(f"there is no blob folder at {target.blobs}", ExitCode.USAGE)
     store = open_store(target.url)
-    reading: psych_runtime.Store = store
+    reading: psych_runtime.ports.Store = store
     if target.blobs is not None:
         reading = psych_runtime.OffloadingStore(store, psych_runtime.FileBlobStore(target.blobs))
     try:
         yield reading.scoped(psych_runtime.Scope(tenant=target.tenant))
-    except psych_runtime.RunNotFound as error:
+    except psych_runtime.errors.RunNotFound as error:
         defaulted = " (the default: no --tenant was given)" if target.defaulted else ""
         raise CliError(
             f"no run {error.run_id} in tenant {target.tenant!r}{defaulted} at {target.shown}",
             ExitCode.RUN_FAILED,
             hint="check the run id and --tenant; `psych runs` lists the tenant's runs",
         ) from None
-    except psych_runtime.FoldError as error:
+    except psych_runtime.errors.FoldError as error:
         raise CliError(
             f"cannot read the run at {target.shown}: {error}",
             ExitCode.STORE,
@@ -67,7 +67,11 @@ async def _scoped(target: Target) -> AsyncIterator[ScopedStore]:
             if "blob" in str(error)
             else None,
         ) from None
-    except (psych_runtime.StoreUnavailable, psych_runtime.StoreError, OSError) as error:
+    except (
+        psych_runtime.errors.StoreUnavailable,
+        psych_runtime.errors.StoreError,
+        OSError,
+    ) as error:
         raise CliError(
             f"cannot read the store at {target.shown}: {error}",
             ExitCode.STORE,
@@ -178,7 +182,7 @@ async def list_runs(
     return ExitCode.OK
 
 
-def _row_json(row: psych_runtime.RunRow) -> dict[str, Any]:
+def _row_json(row: psych_runtime.ports.RunRow) -> dict[str, Any]:
     return {
         "run_id": row.run_id,
         "tenant": row.tenant,

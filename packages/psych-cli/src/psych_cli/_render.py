@@ -18,7 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from psych_cli._inert import inert
-from psych_runtime import Record, Report, RunRow, RunStatus
+from psych_runtime import Report, RunStatus
+from psych_runtime.ports import RunRow
+from psych_runtime.records import Record
 
 _STATUS_STYLE = {
     "completed": "bold green",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from psych_cli._exit import CliError, ExitCode
 
 if TYPE_CHECKING:
-    from psych_runtime import Store
+    from psych_runtime.ports import Store
 
 URL_FORMS = (
     "sqlite:///relative/path.db, sqlite:////absolute/path.db, "

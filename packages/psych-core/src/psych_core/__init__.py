@@ -11,6 +11,7 @@ from psych_core._actions import (
     CancelRun,
     CollectChildren,
     Complete,
+    Decision,
     DenyCalls,
     Effect,
     Fail,
@@ -23,6 +24,7 @@ from psych_core._actions import (
     StartApproved,
     StartCalls,
     Suspend,
+    TimeOutWaits,
     next_action,
 )
 from psych_core._canonical import canonical_json, version_of
@@ -153,6 +155,7 @@ from psych_core.ports import (
     ExecLimits,
     ExecRequest,
     ExecResult,
+    ExecTally,
     Grade,
     Guarantee,
     IsolationLevel,
@@ -275,6 +278,7 @@ __all__ = [
     "CancelRun",
     "CollectChildren",
     "Complete",
+    "Decision",
     "DenyCalls",
     "Effect",
     "Fail",
@@ -287,6 +291,7 @@ __all__ = [
     "StartApproved",
     "StartCalls",
     "Suspend",
+    "TimeOutWaits",
     "next_action",
     "receive",
     # read models
@@ -325,6 +330,7 @@ __all__ = [
     "ExecLimits",
     "ExecRequest",
     "ExecResult",
+    "ExecTally",
     "GUARANTEES",
     "Grade",
     "Guarantee",

@@ -1,4 +1,4 @@
-"""`next_action(state)`: what a run does next, decided from its state alone.
+"""`next_action(state, now)`: what a run does next, decided from its state and the time alone.
 
 Actions are of two kinds. A *decision* only writes records (start a call, settle one, end the
 run): the worker adds them to the batch it is building. An *effect* touches the world (call the
@@ -124,18 +124,24 @@ class CancelRun:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeOutWaits:
+    """Decision: the timed waits of these calls passed their due time without a resume; each
+    call finishes with a result saying it timed out."""
+
+    calls: tuple[CallState, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """Nothing to do in this attempt: the run has ended, or waits to be woken."""
 
 
-Action = (
-    CallModel
-    | RunCalls
-    | CollectChildren
-    | StartCalls
+Decision = (
+    StartCalls
     | StartApproved
     | DenyCalls
     | FinishResumed
+    | TimeOutWaits
     | RetryCalls
     | SettleCalls
     | Suspend
@@ -143,16 +149,21 @@ Action = (
     | RejectOutput
     | Complete
     | Fail
-    | Finished
 )
+"""The actions that only write records; the worker stages them into the batch it is building."""
+
+Action = CallModel | RunCalls | CollectChildren | Decision | Finished
 """Anything `next_action` can return."""
 
 Effect = CallModel | RunCalls | CollectChildren
 """The actions that touch the world; the worker commits its batch before each."""
 
 
-def next_action(state: RunState) -> Action:
-    """What the run must do next. Pure: the same state always gives the same action."""
+def next_action(state: RunState, now: dt.datetime) -> Action:
+    """What the run must do next, at time `now` (which decides whether a timed wait is over).
+
+    Pure: the same state and time always give the same action.
+    """
     if state.ended or state.status == "waiting":
         return Finished()
     spec = state.spec
@@ -197,6 +208,9 @@ def next_action(state: RunState) -> Action:
         return Suspend("approval", awaiting)
     waiting = _in_phase(state, "waiting")
     if waiting:
+        expired = tuple(c for c in waiting if c.due_at is not None and c.due_at <= now)
+        if expired:
+            return TimeOutWaits(expired)
         dues = [c.due_at for c in waiting if c.due_at is not None]
         return Suspend("external", waiting, min(dues) if dues else None)
     children = _in_phase(state, "child")

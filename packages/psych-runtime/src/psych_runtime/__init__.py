@@ -1,143 +1,52 @@
 """Psych Runtime: run AI agents durably inside your own application.
 
 One request becomes one Run, recorded in one append-only log. Status, reports and the point a
-crashed run resumes from are all folds of that log. Everything a user can hold is exported
-here; `__all__` is the whole public surface.
+crashed run resumes from are all folds of that log.
+
+What an app uses is exported here; `__all__` lists it. The rest of the public surface lives
+in rooms of its own, each with its `__all__`:
+
+- `psych_runtime.records`: the records of a run's log and the signals in its inbox.
+- `psych_runtime.ports`: the ports adapters implement (`Store`, `ModelClient`, `Sandbox`, ...)
+  and the types only an adapter author needs.
+- `psych_runtime.errors`: every error Psych raises, in one tree under `PsychError`.
+
+`FakeModel` and the contract suites are in `psych_runtime.testing`.
 """
 
-import contextlib
-import inspect
-import typing
+import typing as _typing
+import warnings as _warnings
 
 from psych_core import (
-    GUARANTEES,
-    SCHEMA_VERSION,
     AgentSpec,
     AgentTool,
-    AppendResult,
-    ApprovalDecided,
-    ApprovalRequested,
     ApprovalRule,
-    Approve,
     ArgRule,
-    AssistantMessage,
-    AttemptStarted,
-    Batch,
-    BlobNotFound,
-    BlobStore,
-    Body,
-    Cancel,
-    ChildEnded,
-    ChildFinished,
-    ChildStarted,
-    Claim,
     CodeTool,
     Comparison,
-    Conflict,
-    CorruptLog,
     Cost,
     CostSource,
-    Deny,
-    DuplicateSignal,
-    EgressError,
-    EgressRefused,
-    ExecLimits,
-    ExecRequest,
-    ExecResult,
-    FoldError,
-    Grade,
-    Guarantee,
     HttpMethod,
     HttpTool,
-    IdempotencyConflict,
-    InboxEntry,
-    InboxPending,
-    IsolationLevel,
-    LeaseExpired,
-    LeaseLost,
-    LimitName,
-    Message,
-    ModelCallFailed,
-    ModelCallFinished,
-    ModelClient,
-    ModelError,
-    ModelFailure,
     ModelRef,
-    ModelRequest,
-    ModelResponse,
-    ModelToolCall,
-    Network,
-    NewerLog,
-    NewRun,
-    NotAwaitingApproval,
-    Notify,
-    Offloaded,
-    OutputRejected,
-    OutputUnavailable,
-    Page,
-    Policy,
-    PolicyAction,
-    PolicyDenied,
-    PsychError,
-    Record,
-    RecordTooLarge,
     RejectedOutput,
-    RenewResult,
     Report,
-    Resume,
-    RunAdmitted,
-    RunCancelled,
-    RunCompleted,
-    RunFailed,
-    RunFinished,
-    RunIndex,
-    RunNotFound,
     RunQuery,
-    RunRow,
     RunStatus,
     RunStatusName,
-    RunSuspended,
-    Sandbox,
-    SandboxError,
-    SandboxRefused,
     SandboxTool,
-    SandboxToolUnavailable,
-    SandboxUnavailable,
     Scope,
     ScopedStore,
-    SecretNotFound,
-    SecretResolver,
-    Signal,
-    SignalIgnored,
-    SignalReceived,
     Skill,
-    SpecError,
-    Store,
-    StoreError,
-    StoreLimits,
-    StoreUnavailable,
-    ToolCall,
-    ToolCallFailed,
-    ToolCallFinished,
     ToolCallReport,
-    ToolCallSettled,
-    ToolCallStarted,
-    ToolCallWaiting,
-    ToolDefinition,
-    ToolFailureReason,
-    ToolNotRegistered,
     ToolOutcome,
     ToolRef,
-    ToolResultMessage,
     Totals,
     Usage,
     UsageSource,
-    UserInput,
-    UserMessage,
     WaitingReason,
-    level_reached,
-    withhold_unmet,
 )
+from psych_runtime import _claim, errors, ports, records
 from psych_runtime._surface._reading import read_log, report, status
 from psych_runtime._surface._session import Session, session
 from psych_runtime._surface._signals import approve, cancel, deny, due, interrupt, resume
@@ -154,27 +63,20 @@ from psych_runtime.adapters import (
     SubprocessSandbox,
 )
 from psych_runtime.model import ModelPrice, OpenAIChatClient, PriceTable, TieredPrice
-from psych_runtime.model.egress import Egress, EgressPolicy, EgressResponse
-from psych_runtime.runtime import ApprovalCheck, Clock, SystemClock, Worker, dispatch
+from psych_runtime.model.egress import EgressPolicy
+from psych_runtime.runtime import ApprovalCheck, Leases, Runtime, SystemClock, Worker, dispatch
 from psych_runtime.tools import CodeFunction, ToolContext, ToolFunction, WaitFor
 
 __all__ = [
     # running agents
+    "Leases",
+    "Runtime",
     "Session",
     "Worker",
     "dispatch",
     "session",
     # signals: people and systems talking to runs
     "ApprovalCheck",
-    "Approve",
-    "Cancel",
-    "ChildEnded",
-    "Deny",
-    "InboxEntry",
-    "Notify",
-    "Resume",
-    "Signal",
-    "UserInput",
     "WaitFor",
     "approve",
     "cancel",
@@ -215,147 +117,50 @@ __all__ = [
     "ToolFunction",
     # scope and policy
     "AllowAll",
-    "Policy",
-    "PolicyAction",
     "Scope",
     # usage, cost, time
-    "Clock",
     "Cost",
     "CostSource",
     "SystemClock",
     "Usage",
     "UsageSource",
-    # model port
-    "AssistantMessage",
-    "Message",
-    "ModelClient",
-    "ModelRequest",
-    "ModelResponse",
-    "ModelToolCall",
-    "ToolCall",
-    "ToolDefinition",
-    "ToolResultMessage",
-    "UserMessage",
-    # model client, usage and cost, egress and secrets
-    "Egress",
-    "EgressPolicy",
-    "EgressResponse",
-    "EnvSecretResolver",
-    "ModelFailure",
+    # the model client and prices
     "ModelPrice",
     "OpenAIChatClient",
     "PriceTable",
-    "SecretResolver",
     "TieredPrice",
-    # store port
-    "AppendResult",
-    "Batch",
-    "Claim",
+    # egress and secrets
+    "EgressPolicy",
+    "EnvSecretResolver",
+    # stores: the memory store, and a tenant's handle on any store
     "MemoryStore",
-    "NewRun",
-    "Page",
-    "RenewResult",
-    "RunIndex",
     "RunQuery",
-    "RunRow",
     "ScopedStore",
-    "Store",
-    "StoreLimits",
     # blobs: large content out of the log
     "DEFAULT_BLOB_THRESHOLD",
-    "BlobStore",
     "FileBlobStore",
     "MemoryBlobStore",
     "OffloadingStore",
     # sandboxes
-    "GUARANTEES",
-    "ExecLimits",
-    "ExecRequest",
-    "ExecResult",
-    "Grade",
-    "Guarantee",
-    "IsolationLevel",
-    "LimitName",
-    "Network",
-    "Sandbox",
     "SubprocessSandbox",
-    "level_reached",
-    "withhold_unmet",
-    # records
-    "SCHEMA_VERSION",
-    "ApprovalDecided",
-    "ApprovalRequested",
-    "AttemptStarted",
-    "Body",
-    "ChildFinished",
-    "ChildStarted",
-    "ModelCallFailed",
-    "ModelCallFinished",
-    "Offloaded",
-    "OutputRejected",
-    "Record",
-    "RunAdmitted",
-    "RunCancelled",
-    "RunCompleted",
-    "RunFailed",
-    "RunSuspended",
-    "SignalIgnored",
-    "SignalReceived",
-    "ToolCallFailed",
-    "ToolCallFinished",
-    "ToolCallSettled",
-    "ToolCallStarted",
-    "ToolCallWaiting",
-    "ToolFailureReason",
-    # errors
-    "BlobNotFound",
-    "Conflict",
-    "DuplicateSignal",
-    "EgressError",
-    "EgressRefused",
-    "FoldError",
-    "CorruptLog",
-    "NewerLog",
-    "IdempotencyConflict",
-    "InboxPending",
-    "LeaseLost",
-    "LeaseExpired",
-    "ModelError",
-    "NotAwaitingApproval",
-    "OutputUnavailable",
-    "PolicyDenied",
-    "PsychError",
-    "RecordTooLarge",
-    "RunFinished",
-    "RunNotFound",
-    "SandboxError",
-    "SandboxRefused",
-    "SandboxToolUnavailable",
-    "SandboxUnavailable",
-    "SecretNotFound",
-    "SpecError",
-    "StoreError",
-    "StoreUnavailable",
-    "ToolNotRegistered",
 ]
 
+_claim.claim_exports(__name__, globals(), __all__)
 
-def _claim_exports() -> None:
-    # Every export reports this package as its home, so users see one public name for it.
-    # A class's string annotations are resolved first, in the module that defined them:
-    # afterwards they would be looked up here, where their names are not (and FastAPI,
-    # TypeAdapter or typing.get_type_hints on a RunView would fail).
-    for name in __all__:
-        obj = globals()[name]
-        if isinstance(obj, type):
-            own = inspect.get_annotations(obj)
-            if own:
-                params = {p.__name__: p for p in getattr(obj, "__type_params__", ())}
-                hints = typing.get_type_hints(obj, localns=params or None, include_extras=True)
-                obj.__annotations__ = {key: hints[key] for key in own if key in hints}
-        if isinstance(obj, type) or callable(obj):
-            with contextlib.suppress(AttributeError, TypeError):  # aliases of typing forms
-                obj.__module__ = __name__
+_MOVED = {name: room for room in (records, ports, errors) for name in room.__all__}
+"""Names psych-runtime 0.1 exported here that now live in a room: through 0.2 they still resolve
+here, with a `DeprecationWarning` naming their room; 0.3 removes them."""
 
+if not _typing.TYPE_CHECKING:
+    # Hidden from type checkers, so they report a moved name as missing and point to its room.
 
-_claim_exports()
+    def __getattr__(name: str) -> object:
+        room = _MOVED.get(name)
+        if room is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        _warnings.warn(
+            f"{__name__}.{name} moved to {room.__name__}.{name}; import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(room, name)

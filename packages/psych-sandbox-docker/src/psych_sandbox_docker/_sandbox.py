@@ -10,23 +10,21 @@ import struct
 import tarfile
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import docker
 import docker.errors
 import docker.types
 
+from psych_adapter_kit import SETUP_FAULTS
 from psych_core import (
     ExecRequest,
     ExecResult,
-    Grade,
+    ExecTally,
     Guarantee,
     LimitName,
     SandboxRefused,
     SandboxUnavailable,
-    level_reached,
-    withhold_unmet,
 )
 
 _SCRATCH: Final = "/scratch"
@@ -51,27 +49,9 @@ _DEFAULT_CAPS: Final = frozenset(
         "SYS_CHROOT",
     )
 )
-_INJECTABLE: Final = frozenset({"memory_limited", "process_count_limited"})
-
-
-@dataclass
-class _Execution:
-    grades: dict[Guarantee, Grade] = field(default_factory=dict)
-    reasons: dict[Guarantee, str] = field(default_factory=dict)
-    stdout: bytearray = field(default_factory=bytearray)
-    stderr: bytearray = field(default_factory=bytearray)
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    limit_hit: LimitName | None = None
-    exit_code: int | None = None
-    signal: int | None = None
-
-    def grade(self, guarantee: Guarantee, grade: Grade, reason: str | None = None) -> None:
-        self.grades[guarantee] = grade
-        if grade == "enforced":
-            self.reasons.pop(guarantee, None)
-        elif reason:
-            self.reasons[guarantee] = reason
+# What a test can make really fail (psych_runtime.testing.sandbox_faults): the limit is left
+# out of the request to the engine, as an engine that ignores it would leave it out.
+_CAN_FAIL: Final[frozenset[Guarantee]] = frozenset({"memory_limited", "process_count_limited"})
 
 
 class DockerSandbox:
@@ -93,9 +73,6 @@ class DockerSandbox:
         client: a ready `docker.DockerClient`, instead of `base_url`.
         user: ``uid:gid`` the program runs as; never root.
         cpus: CPU share (``1.5`` = one and a half cores), or None for no rate limit.
-        inject_setup_failure: for tests only: ``memory_limited`` or ``process_count_limited``
-            leaves that limit out of the request to the engine, as an engine that ignores it
-            would, so that the inspection catches it and the output is withheld.
     """
 
     def __init__(
@@ -106,21 +83,14 @@ class DockerSandbox:
         client: docker.DockerClient | None = None,
         user: str = "1000:1000",
         cpus: float | None = 1.0,
-        inject_setup_failure: Guarantee | None = None,
     ) -> None:
         if user in _ROOT_USERS or user.split(":")[0] in ("0", "root"):
             raise ValueError(f"DockerSandbox runs programs as a non-root user, not {user!r}")
-        if inject_setup_failure is not None and inject_setup_failure not in _INJECTABLE:
-            raise ValueError(
-                f"DockerSandbox can inject a setup failure only for {sorted(_INJECTABLE)}, "
-                f"not {inject_setup_failure!r}"
-            )
         self._image = image
         self._base_url = base_url
         self._client = client
         self._user = user
         self._cpus = cpus
-        self._fault = inject_setup_failure
         self._lock = threading.Lock()
 
     @property
@@ -164,25 +134,13 @@ class DockerSandbox:
     async def run(self, request: ExecRequest) -> ExecResult:
         """Run `request` in a fresh container and grade it (see the `Sandbox` port)."""
         self.check(request)
-        execution = await asyncio.to_thread(self._run_blocking, request)
-        result = ExecResult(
-            backend=self.name,
-            exit_code=execution.exit_code,
-            signal=execution.signal,
-            stdout=bytes(execution.stdout),
-            stderr=bytes(execution.stderr),
-            stdout_truncated=execution.stdout_truncated,
-            stderr_truncated=execution.stderr_truncated,
-            grades=execution.grades,
-            level=level_reached(execution.grades, request.network),
-            reasons=execution.reasons,
-            limit_hit=execution.limit_hit,
-        )
-        return withhold_unmet(request, result)
+        fault = SETUP_FAULTS.wanted(self.name, _CAN_FAIL)
+        tally = await asyncio.to_thread(self._run_blocking, request, fault)
+        return tally.result(request)
 
     # ------------------------------------------------------------------ blocking work
 
-    def _run_blocking(self, request: ExecRequest) -> _Execution:
+    def _run_blocking(self, request: ExecRequest, fault: Guarantee | None) -> ExecTally:
         client = self._docker()
         try:
             client.images.get(self._image)
@@ -197,15 +155,15 @@ class DockerSandbox:
         volume = client.volumes.create(labels={"psych.sandbox": "scratch"})
         container_id: str | None = None
         try:
-            container_id = self._create(client, request, volume.name)
+            container_id = self._create(client, request, volume.name, fault)
             if request.files or request.cwd != ".":
                 client.api.put_archive(container_id, _SCRATCH, self._archive(request))
-            execution = _Execution()
-            self._grade_setup(request, execution, client.api.inspect_container(container_id))
-            if request.unmet(execution.grades):
-                return execution  # never started
-            self._start_and_stream(client, request, execution, container_id)
-            return execution
+            tally = ExecTally(self.name)
+            self._grade_setup(request, tally, client.api.inspect_container(container_id))
+            if tally.unmet(request):
+                return tally  # never started
+            self._start_and_stream(client, request, tally, container_id)
+            return tally
         except docker.errors.DockerException as exc:
             raise SandboxUnavailable(self.name, f"the Docker API failed: {exc}") from exc
         finally:
@@ -215,7 +173,13 @@ class DockerSandbox:
             with contextlib.suppress(docker.errors.DockerException):
                 volume.remove(force=True)
 
-    def _create(self, client: docker.DockerClient, request: ExecRequest, volume: str) -> str:
+    def _create(
+        self,
+        client: docker.DockerClient,
+        request: ExecRequest,
+        volume: str,
+        fault: Guarantee | None,
+    ) -> str:
         limits = request.limits
         ulimits = [
             docker.types.Ulimit(name="core", soft=0, hard=0),
@@ -249,10 +213,10 @@ class DockerSandbox:
             # pid 1, so it dies by signals like anywhere else, and its orphans are reaped.
             "init": True,
         }
-        if limits.memory_bytes is not None and self._fault != "memory_limited":
+        if limits.memory_bytes is not None and fault != "memory_limited":
             options["mem_limit"] = limits.memory_bytes
             options["memswap_limit"] = limits.memory_bytes  # no swap beyond the limit
-        if limits.processes is not None and self._fault != "process_count_limited":
+        if limits.processes is not None and fault != "process_count_limited":
             options["pids_limit"] = limits.processes
         if self._cpus is not None:
             options["nano_cpus"] = int(self._cpus * 1e9)
@@ -296,25 +260,17 @@ class DockerSandbox:
                 tar.addfile(info, io.BytesIO(content))
         return buffer.getvalue()
 
-    def _grade_setup(
-        self, request: ExecRequest, execution: _Execution, info: dict[str, Any]
-    ) -> None:
+    def _grade_setup(self, request: ExecRequest, tally: ExecTally, info: dict[str, Any]) -> None:
         host: dict[str, Any] = info.get("HostConfig") or {}
         config: dict[str, Any] = info.get("Config") or {}
         mounts: list[dict[str, Any]] = info.get("Mounts") or []
         limits = request.limits
-        execution.grade("output_limited", "enforced")
-        execution.grade("wall_time_limited", "enforced")  # confirmed after the run
+        tally.grade("output_limited", "enforced")
+        tally.grade("wall_time_limited", "enforced")  # confirmed after the run
 
-        def expect(guarantee: Guarantee, wanted: object, got: object, what: str) -> None:
-            if wanted is None:
-                execution.grade(guarantee, "not_enforced", "the request sets no limit for it")
-            elif got == wanted:
-                execution.grade(guarantee, "enforced")
-            else:
-                execution.grade(
-                    guarantee, "not_enforced", f"the engine reports {what}={got!r}, not {wanted!r}"
-                )
+        def expect(guarantee: Guarantee, wanted: int | None, got: object, what: str) -> None:
+            problem = f"the engine reports {what}={got!r}, not {wanted!r}"
+            tally.grade_limit(guarantee, wanted, None if got == wanted else problem)
 
         expect("memory_limited", limits.memory_bytes, host.get("Memory") or None, "Memory")
         expect(
@@ -327,29 +283,27 @@ class DockerSandbox:
         binds = [m for m in mounts if m.get("Type") == "bind"]
         if binds:
             reason = f"host paths are bound in: {[m.get('Source') for m in binds]}"
-            execution.grade("reads_confined", "not_enforced", reason)
-            execution.grade("writes_confined", "not_enforced", reason)
+            tally.grade("reads_confined", "not_enforced", reason)
+            tally.grade("writes_confined", "not_enforced", reason)
         else:
-            execution.grade("reads_confined", "enforced")
+            tally.grade("reads_confined", "enforced")
             if host.get("ReadonlyRootfs"):
-                execution.grade("writes_confined", "enforced")
+                tally.grade("writes_confined", "enforced")
             else:
-                execution.grade(
-                    "writes_confined", "not_enforced", "the root filesystem is writable"
-                )
+                tally.grade("writes_confined", "not_enforced", "the root filesystem is writable")
         if request.network == "egress":
-            execution.grade("network_isolated", "not_enforced", "the request asked for egress")
+            tally.grade("network_isolated", "not_enforced", "the request asked for egress")
         elif host.get("NetworkMode") == "none":
-            execution.grade("network_isolated", "enforced")
+            tally.grade("network_isolated", "enforced")
         else:
-            execution.grade(
+            tally.grade(
                 "network_isolated", "not_enforced", f"NetworkMode is {host.get('NetworkMode')!r}"
             )
         shared = [k for k in ("PidMode", "IpcMode") if str(host.get(k) or "").startswith("host")]
         if shared:
-            execution.grade("process_isolated", "not_enforced", f"{shared} share the host's")
+            tally.grade("process_isolated", "not_enforced", f"{shared} share the host's")
         else:
-            execution.grade("process_isolated", "enforced")
+            tally.grade("process_isolated", "enforced")
         problems = []
         if str(config.get("User") or "") in _ROOT_USERS:
             problems.append("the container runs as root")
@@ -362,16 +316,13 @@ class DockerSandbox:
             problems.append(f"not every capability is dropped (dropped: {sorted(dropped)})")
         if not any("no-new-privileges" in str(o) for o in host.get("SecurityOpt") or []):
             problems.append("no-new-privileges is not set")
-        if problems:
-            execution.grade("unprivileged", "not_enforced", "; ".join(problems))
-        else:
-            execution.grade("unprivileged", "enforced")
+        tally.grade_checks("unprivileged", problems)
 
     def _start_and_stream(
         self,
         client: docker.DockerClient,
         request: ExecRequest,
-        execution: _Execution,
+        tally: ExecTally,
         container_id: str,
     ) -> None:
         attached = client.api.attach_socket(
@@ -385,13 +336,13 @@ class DockerSandbox:
             if request.stdin:
                 raw.sendall(request.stdin)
             raw.shutdown(socket.SHUT_WR)
-            killed_for = self._stream(raw, request, execution, deadline)
+            killed_for = self._stream(raw, request, tally, deadline)
         finally:
             # The socket is shared with the SocketIO the SDK made: both must close to free it.
             attached.close()
             raw.close()
         if killed_for is not None:
-            execution.limit_hit = killed_for
+            tally.hit(killed_for)
             with contextlib.suppress(docker.errors.DockerException):
                 client.api.kill(container_id)
         status = client.api.wait(
@@ -399,21 +350,17 @@ class DockerSandbox:
         )
         state = client.api.inspect_container(container_id).get("State") or {}
         if state.get("Running"):
-            execution.grade(
+            tally.grade(
                 "wall_time_limited", "not_enforced", "the container was still running after kill"
             )
-        code = int(status.get("StatusCode", -1))
-        if state.get("OOMKilled") and execution.limit_hit is None:
-            execution.limit_hit = "memory"
-        if code > 128:
-            execution.signal = code - 128
-        elif code >= 0:
-            execution.exit_code = code
-        if execution.signal == 24 and execution.limit_hit is None:  # SIGXCPU
-            execution.limit_hit = "cpu_time"
+        if state.get("OOMKilled"):
+            tally.hit("memory")
+        tally.ended_with_status(int(status.get("StatusCode", -1)))
+        if tally.signal == 24:  # SIGXCPU in the container's (Linux) numbering
+            tally.hit("cpu_time")
 
     def _stream(
-        self, raw: socket.socket, request: ExecRequest, execution: _Execution, deadline: float
+        self, raw: socket.socket, request: ExecRequest, tally: ExecTally, deadline: float
     ) -> LimitName | None:
         """Read the multiplexed stream until it ends; return the limit that stopped it."""
         cap = request.limits.output_bytes
@@ -437,12 +384,5 @@ class DockerSandbox:
                 if len(pending) < 8 + size:
                     break
                 payload, pending = pending[8 : 8 + size], pending[8 + size :]
-                buffer = execution.stderr if kind == 2 else execution.stdout
-                room = cap - len(buffer)
-                buffer.extend(payload[: max(room, 0)])
-                if len(payload) > room:
-                    if kind == 2:
-                        execution.stderr_truncated = True
-                    else:
-                        execution.stdout_truncated = True
+                if not tally.keep("stderr" if kind == 2 else "stdout", payload, cap):
                     return "output"

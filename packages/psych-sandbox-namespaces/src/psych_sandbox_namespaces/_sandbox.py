@@ -3,34 +3,34 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import json
 import os
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from psych_adapter_kit import (
+    PREPARE_SCRIPT,
+    SETUP_FAULTS,
+    ProgramStreams,
+    Supervisor,
+    scratch_folder,
+)
 from psych_core import (
-    GUARANTEES,
     ExecRequest,
     ExecResult,
+    ExecTally,
     Guarantee,
     SandboxRefused,
     SandboxUnavailable,
-    level_reached,
-    withhold_unmet,
 )
 from psych_sandbox_namespaces import _cgroups, _seccomp
-from psych_sandbox_namespaces._supervise import Execution, StatusReader, feed
 
-_LAUNCHER: Final = Path(__file__).with_name("_launcher.py")
 _NOBODY: Final = (65534, 65534)
 _INSIDE_UID: Final = 1000
 _SCRATCH: Final = "/scratch"
@@ -66,7 +66,12 @@ _NAMESPACES: Final = {
     "uts-namespace": "uts",
     "user-namespace": "user",
 }
-_INJECTABLE: Final = {"memory_limited": "memory", "process_count_limited": "pids"}
+# What a test can make really fail (psych_runtime.testing.sandbox_faults), by the cgroup
+# controller whose limit is then written as a value the kernel refuses.
+_CAN_FAIL: Final[dict[Guarantee, str]] = {
+    "memory_limited": "memory",
+    "process_count_limited": "pids",
+}
 
 
 def _own_namespace(kind: str) -> str | None:
@@ -97,9 +102,6 @@ class NamespaceSandbox:
             subtree) instead of under this process's own cgroups.
         scratch_root: where per-execution scratch directories are made on the host.
         python: the interpreter that runs the supervisor (this one by default).
-        inject_setup_failure: for tests only: ``memory_limited`` or ``process_count_limited``
-            makes that cgroup limit really fail to set at run time, to exercise the grading
-            and the withholding of output.
     """
 
     def __init__(
@@ -111,20 +113,13 @@ class NamespaceSandbox:
         cgroup_root: str | os.PathLike[str] | None = None,
         scratch_root: str | os.PathLike[str] | None = None,
         python: str | None = None,
-        inject_setup_failure: Guarantee | None = None,
     ) -> None:
-        if inject_setup_failure is not None and inject_setup_failure not in _INJECTABLE:
-            raise ValueError(
-                f"NamespaceSandbox can inject a setup failure only for {sorted(_INJECTABLE)}, "
-                f"not {inject_setup_failure!r}"
-            )
         self._bwrap = bwrap or shutil.which("bwrap")
         self._read_paths = tuple(read_paths)
         self._run_as = run_as or _NOBODY
         self._cgroup_root = Path(cgroup_root) if cgroup_root is not None else None
         self._scratch_root = os.fspath(scratch_root) if scratch_root is not None else None
         self._python = python or sys.executable
-        self._fault = inject_setup_failure
 
     @property
     def name(self) -> str:
@@ -179,57 +174,29 @@ class NamespaceSandbox:
             self.check(request)  # refuses what needs isolation
             raise SandboxUnavailable(self.name, self._unavailable() or "")
         self.check(request)
+        fault = SETUP_FAULTS.wanted(self.name, _CAN_FAIL)
         assert self._bwrap is not None
         userns = await asyncio.to_thread(_userns_works, self._bwrap, self._host_user())
-        name = f"psych-{secrets.token_hex(6)}"
-        scratch = await asyncio.to_thread(self._make_scratch, request, userns)
-        plan = await asyncio.to_thread(
-            _cgroups.plan,
-            name,
-            memory_bytes=request.limits.memory_bytes,
-            processes=request.limits.processes,
-            root=self._cgroup_root,
-            sabotage=_INJECTABLE.get(self._fault or ""),
-        )
-        try:
-            execution = await self._execute(request, scratch, plan, userns)
-        finally:
-            await asyncio.to_thread(plan.remove)
-            await asyncio.to_thread(shutil.rmtree, scratch, True)
-        result = ExecResult(
-            backend=self.name,
-            exit_code=execution.exit_code,
-            signal=execution.signal,
-            stdout=bytes(execution.stdout),
-            stderr=bytes(execution.stderr),
-            stdout_truncated=execution.stdout_truncated,
-            stderr_truncated=execution.stderr_truncated,
-            grades=execution.grades,
-            level=level_reached(execution.grades, request.network),
-            reasons=execution.reasons,
-            limit_hit=execution.limit_hit,
-        )
-        return withhold_unmet(request, result)
+        owner = self._host_user() if userns else None
+        tally = ExecTally(self.name)
+        async with scratch_folder(request, root=self._scratch_root, owner=owner) as scratch:
+            plan = await asyncio.to_thread(
+                _cgroups.plan,
+                f"psych-{secrets.token_hex(6)}",
+                memory_bytes=request.limits.memory_bytes,
+                processes=request.limits.processes,
+                root=self._cgroup_root,
+                sabotage=_CAN_FAIL[fault] if fault is not None else None,
+            )
+            try:
+                await self._execute(request, tally, scratch, plan, userns)
+            finally:
+                await asyncio.to_thread(plan.remove)
+        return tally.result(request)
 
     def _host_user(self) -> tuple[int, int] | None:
         """Who runs bubblewrap: `run_as` for a root caller, the caller itself otherwise."""
         return self._run_as if os.geteuid() == 0 else None
-
-    def _make_scratch(self, request: ExecRequest, userns: bool) -> str:
-        scratch = tempfile.mkdtemp(prefix="psych-sandbox-", dir=self._scratch_root)
-        base = Path(scratch)
-        for rel, content in request.files.items():
-            path = base / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content)
-        (base / request.cwd).mkdir(parents=True, exist_ok=True)
-        user = self._host_user()
-        if user is not None and userns:
-            for directory, dirs, files in os.walk(scratch):
-                os.chown(directory, *user)
-                for entry in (*dirs, *files):
-                    os.chown(os.path.join(directory, entry), *user, follow_symlinks=False)
-        return scratch
 
     def _bwrap_argv(
         self, request: ExecRequest, scratch: str, userns: bool, seccomp_fd: int, status_fd: int
@@ -271,14 +238,13 @@ class NamespaceSandbox:
         return rlimits
 
     async def _execute(
-        self, request: ExecRequest, scratch: str, plan: _cgroups.CgroupPlan, userns: bool
-    ) -> Execution:
-        execution = Execution()
-        status_r, status_w = os.pipe()
-        go_r, go_w = os.pipe()
-        seccomp_r, seccomp_w = os.pipe()
-        os.write(seccomp_w, _seccomp.compile_filter())
-        os.close(seccomp_w)
+        self,
+        request: ExecRequest,
+        tally: ExecTally,
+        scratch: str,
+        plan: _cgroups.CgroupPlan,
+        userns: bool,
+    ) -> None:
         joins = []
         for key, path, directory in (
             ("memory", plan.memory_path, plan.memory_dir),
@@ -290,14 +256,6 @@ class NamespaceSandbox:
                 joins.append(
                     {"key": key, "procs": str(procs), "expect": path, "controller": controller}
                 )
-        config = {
-            "status_fd": status_w,
-            "go_fd": go_r,
-            "cgroups": joins,
-            "rlimits": self._rlimits(request, plan),
-            "user": list(self._run_as) if os.geteuid() == 0 and userns else None,
-            "argv": self._bwrap_argv(request, scratch, userns, seccomp_r, status_w),
-        }
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": _SCRATCH,
@@ -305,165 +263,103 @@ class NamespaceSandbox:
             "LANG": "C.UTF-8",
             **request.env,
         }
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                self._python,
-                "-I",
-                "-S",
-                "-B",
-                str(_LAUNCHER),
-                json.dumps(config),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=scratch,
-                env=env,
-                start_new_session=True,
-                pass_fds=(status_w, go_r, seccomp_r),
+        async with Supervisor(self.name, python=self._python) as supervisor:
+            seccomp = _seccomp_pipe()
+            config = {
+                "cgroups": joins,
+                "rlimits": self._rlimits(request, plan),
+                "user": list(self._run_as) if os.geteuid() == 0 and userns else None,
+                "argv": self._bwrap_argv(request, scratch, userns, seccomp, supervisor.status_fd),
+                "program_reports": True,
+            }
+            await supervisor.start(
+                PREPARE_SCRIPT, config, cwd=scratch, env=env, pass_fds=(seccomp,)
             )
-        except OSError as exc:
-            for fd in (status_r, status_w, go_r, go_w, seccomp_r):
-                os.close(fd)
-            raise SandboxUnavailable(
-                self.name, f"could not start the supervisor with {self._python}: {exc}"
-            ) from exc
-        for fd in (status_w, go_r, seccomp_r):
-            os.close(fd)
-        status = StatusReader(status_r)
-        try:
-            await self._supervise(request, execution, proc, status, go_w, plan, userns)
-        finally:
-            status.close()
-            os.close(go_w)
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
-        return execution
+            await self._supervise(request, tally, supervisor, plan, userns)
 
     async def _supervise(
         self,
         request: ExecRequest,
-        execution: Execution,
-        proc: asyncio.subprocess.Process,
-        status: StatusReader,
-        go_w: int,
+        tally: ExecTally,
+        supervisor: Supervisor,
         plan: _cgroups.CgroupPlan,
         userns: bool,
     ) -> None:
-        setup = await status.next_event(timeout=30.0)
-        if setup is None:
+        setup = await supervisor.next_event(timeout=30.0)
+        if setup is None or setup.get("event") != "prepared":
             raise SandboxUnavailable(self.name, "the supervisor died during setup")
-        self._grade_setup(request, execution, setup, plan, userns)
+        self._grade_setup(request, tally, setup, plan, userns)
         # Grades the namespaces will earn once bubblewrap confirms them; provisional until then,
         # so that a shortfall known now stops the program before it starts.
-        self._grade_namespaces(request, execution, None)
-        if request.unmet(execution.grades):
-            os.write(go_w, b"n")
-            await proc.wait()
+        self._grade_namespaces(request, tally, None)
+        if not supervisor.answer(request, tally):
+            await supervisor.wait()
             return
-        os.write(go_w, b"g")
-        assert proc.stdout is not None
-        assert proc.stderr is not None
-        assert proc.stdin is not None
-        cap = request.limits.output_bytes
-        readers = [
-            asyncio.create_task(execution.read_output(proc.stdout, "stdout", cap)),
-            asyncio.create_task(execution.read_output(proc.stderr, "stderr", cap)),
-        ]
-        feeder = asyncio.create_task(feed(proc.stdin, request.stdin))
-        started = await status.next_event(timeout=30.0)
-        if started is None or "child-pid" not in started:
-            await asyncio.wait(readers, timeout=_STOP_GRACE)
-            await proc.wait()
-            detail = bytes(execution.stderr).decode("utf-8", "replace").strip()
-            for task in (*readers, feeder):
-                task.cancel()
-            raise SandboxUnavailable(
-                self.name, f"bubblewrap could not set up the sandbox: {detail or 'no message'}"
-            )
-        self._grade_namespaces(request, execution, started)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + request.limits.wall_seconds
-        waiter = asyncio.create_task(proc.wait())
-        stopper = asyncio.create_task(execution.stop.wait())
-        done, _ = await asyncio.wait(
-            {waiter, stopper},
-            timeout=max(0.0, deadline - loop.time()),
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        if waiter not in done:
-            if stopper not in done:
-                execution.limit_hit = "wall_time"
-            # bubblewrap dies; its pid 1 in the namespace follows (--die-with-parent), and the
-            # kernel kills every process left in a pid namespace whose init has died.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        stopper.cancel()
-        returncode = await waiter
-        finished = await status.next_event(timeout=1.0)
-        code = finished.get("exit-code") if finished else None
-        if code is None and returncode >= 0 and execution.limit_hit is None:
-            code = returncode
-        if isinstance(code, int):
-            # bubblewrap reports a program killed by signal N as exit status 128 + N.
-            if code > 128 and code - 128 < signal.NSIG:
-                execution.signal = code - 128
-            else:
-                execution.exit_code = code
-        elif execution.limit_hit is not None:
-            execution.signal = signal.SIGKILL
-        if execution.signal == signal.SIGXCPU and execution.limit_hit is None:
-            execution.limit_hit = "cpu_time"
-        if not await _namespace_gone(int(started["child-pid"]), started.get("pid-namespace")):
-            execution.grade(
-                "wall_time_limited",
-                "not_enforced",
-                "the sandbox's pid namespace was still alive after the execution ended",
-            )
-        _, pending = await asyncio.wait(readers, timeout=_STOP_GRACE)
-        for task in (*pending, feeder):
-            task.cancel()
-        await asyncio.gather(*pending, feeder, return_exceptions=True)
+        async with ProgramStreams(supervisor.process, tally, request) as streams:
+            started = await supervisor.next_event(timeout=30.0)
+            if started is None or "child-pid" not in started:
+                await streams.drain(_STOP_GRACE)
+                await supervisor.wait()
+                detail = bytes(tally.stderr).decode("utf-8", "replace").strip()
+                raise SandboxUnavailable(
+                    self.name, f"bubblewrap could not set up the sandbox: {detail or 'no message'}"
+                )
+            self._grade_namespaces(request, tally, started)
+            waiter = asyncio.create_task(supervisor.wait())
+            stopped_by = await streams.wait(waiter, request.limits.wall_seconds)
+            if stopped_by is not None:
+                tally.hit(stopped_by)
+                # bubblewrap dies; its pid 1 in the namespace follows (--die-with-parent), and
+                # the kernel kills every process left in a pid namespace whose init has died.
+                supervisor.kill()
+            returncode = await waiter
+            finished = await supervisor.next_event(timeout=1.0)
+            code = finished.get("exit-code") if finished else None
+            if code is None and returncode >= 0 and tally.limit_hit is None:
+                code = returncode
+            if isinstance(code, int):
+                tally.ended_with_status(code)
+            elif tally.limit_hit is not None:
+                tally.signal = signal.SIGKILL
+            if tally.signal == signal.SIGXCPU:
+                tally.hit("cpu_time")
+            if not await _namespace_gone(int(started["child-pid"]), started.get("pid-namespace")):
+                tally.grade(
+                    "wall_time_limited",
+                    "not_enforced",
+                    "the sandbox's pid namespace was still alive after the execution ended",
+                )
+            await streams.drain(_STOP_GRACE)
 
     def _grade_setup(
         self,
         request: ExecRequest,
-        execution: Execution,
+        tally: ExecTally,
         setup: dict[str, Any],
         plan: _cgroups.CgroupPlan,
         userns: bool,
     ) -> None:
-        execution.grade("output_limited", "enforced")
+        tally.grade("output_limited", "enforced")
         cgroups: dict[str, str] = setup.get("cgroups", {})
-        rlimits: dict[str, str] = setup.get("rlimits", {})
-        checks: tuple[tuple[Guarantee, str, int | None], ...] = (
-            ("memory_limited", "memory", request.limits.memory_bytes),
-            ("process_count_limited", "pids", request.limits.processes),
+        checks: tuple[tuple[Guarantee, str, int | None, str], ...] = (
+            ("memory_limited", "memory", request.limits.memory_bytes, "RLIMIT_AS (per process)"),
+            ("process_count_limited", "pids", request.limits.processes, "RLIMIT_NPROC (per user)"),
         )
-        for guarantee, key, value in checks:
-            if value is None:
-                execution.grade(guarantee, "not_enforced", "the request sets no limit for it")
-            elif cgroups.get(key) == "ok":
-                execution.grade(guarantee, "enforced")
-            else:
-                problem = plan.problems.get(key) or cgroups.get(key) or "not attempted"
-                fallback = (
-                    "RLIMIT_AS (per process)" if key == "memory" else "RLIMIT_NPROC (per user)"
-                )
-                execution.grade(
-                    guarantee,
-                    "not_enforced",
-                    f"the {key} cgroup could not be set up ({problem}); fell back to {fallback}",
-                )
-        if request.limits.cpu_seconds is None:
-            execution.grade("cpu_time_limited", "not_enforced", "the request sets no cpu_seconds")
-        elif rlimits.get("RLIMIT_CPU") == "ok":
-            execution.grade("cpu_time_limited", "enforced")
-        else:
-            execution.grade(
-                "cpu_time_limited", "not_enforced", f"RLIMIT_CPU: {rlimits.get('RLIMIT_CPU')}"
+        for guarantee, key, value, fallback in checks:
+            problem = plan.problems.get(key) or cgroups.get(key) or "not attempted"
+            tally.grade_limit(
+                guarantee,
+                value,
+                None
+                if cgroups.get(key) == "ok"
+                else f"the {key} cgroup could not be set up ({problem}); fell back to {fallback}",
             )
+        cpu = setup.get("rlimits", {}).get("RLIMIT_CPU")
+        tally.grade_limit(
+            "cpu_time_limited",
+            request.limits.cpu_seconds,
+            None if cpu == "ok" else f"RLIMIT_CPU: {cpu}",
+        )
         problems = []
         if setup.get("user_error"):
             problems.append(str(setup["user_error"]))
@@ -474,15 +370,12 @@ class NamespaceSandbox:
             )
         elif setup.get("euid") == 0:
             problems.append("bubblewrap would run as root, so the user namespace maps to root")
-        if problems:
-            execution.grade("unprivileged", "not_enforced", "; ".join(problems))
-        else:
-            # bubblewrap drops every capability, sets no-new-privileges and loads the seccomp
-            # filter before it execs the program, and aborts without running it when any fails.
-            execution.grade("unprivileged", "enforced")
+        # Nothing else to check: bubblewrap drops every capability, sets no-new-privileges and
+        # loads the seccomp filter before it execs the program, and aborts when any fails.
+        tally.grade_checks("unprivileged", problems)
 
     def _grade_namespaces(
-        self, request: ExecRequest, execution: Execution, started: dict[str, Any] | None
+        self, request: ExecRequest, tally: ExecTally, started: dict[str, Any] | None
     ) -> None:
         made = set()
         if started is not None:
@@ -493,10 +386,10 @@ class NamespaceSandbox:
 
         def grade(guarantee: Guarantee, needs: set[str], what: str) -> None:
             if started is None or needs <= made:
-                execution.grade(guarantee, "enforced")
+                tally.grade(guarantee, "enforced")
             else:
                 missing = ", ".join(sorted(needs - made))
-                execution.grade(
+                tally.grade(
                     guarantee, "not_enforced", f"bubblewrap did not report new {missing} for {what}"
                 )
 
@@ -507,10 +400,21 @@ class NamespaceSandbox:
         if request.network == "none":
             grade("network_isolated", {"net"}, "network isolation")
         else:
-            execution.grade("network_isolated", "not_enforced", "the request asked for egress")
-        for guarantee in GUARANTEES:
-            if guarantee not in execution.grades:
-                execution.grade(guarantee, "unknown", "not graded")
+            tally.grade("network_isolated", "not_enforced", "the request asked for egress")
+        tally.grade_rest("unknown", "not graded")
+
+
+def _seccomp_pipe() -> int:
+    """A pipe holding the compiled seccomp filter, for bubblewrap to read: its read end."""
+    read, write = os.pipe()
+    try:
+        os.write(write, _seccomp.compile_filter())
+    except BaseException:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    return read
 
 
 def _init_state(init_pid: int) -> tuple[str, str] | None:

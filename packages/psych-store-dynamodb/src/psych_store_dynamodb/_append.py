@@ -17,16 +17,12 @@ from psych_core import (
     FINAL_STATUSES,
     AppendResult,
     Batch,
-    Conflict,
     InboxEntry,
-    InboxPending,
-    LeaseLost,
     Notify,
-    RecordTooLarge,
-    RunNotFound,
     StoreError,
     StoreUnavailable,
 )
+from psych_core.ports import AppendFence, check_batch, judge_append
 from psych_store_dynamodb._expr import Update
 from psych_store_dynamodb._layout import (
     MAX_BATCH_ID_BYTES,
@@ -54,38 +50,13 @@ class Plan:
 
 
 def plan(table: Table, run_id: str, batch: Batch) -> Plan:
-    """Serialise the batch and judge its shape and size without touching the table."""
-    records = batch.records
-    first = records[0].seq if records else 0
-    limits = table.limits
-    for offset, record in enumerate(records):
-        if record.seq != first + offset or record.run_id != run_id:
-            return Plan(
-                (),
-                StoreError(
-                    f"run {run_id}: batch {batch.batch_id} is not a contiguous run of this log "
-                    f"(record {offset} has run {record.run_id}, seq {record.seq})"
-                ),
-            )
-    texts = tuple(record.model_dump_json() for record in records)
-    total = 0
-    for record, text in zip(records, texts, strict=True):
-        size = len(text.encode())
-        total += size
-        if size > limits.max_record_bytes:
-            return Plan(
-                texts,
-                RecordTooLarge(run_id, record.seq, size, limits.max_record_bytes, "record"),
-            )
-    if len(texts) > limits.max_append_records:
-        return Plan(
-            texts,
-            RecordTooLarge(
-                run_id, first, len(texts), limits.max_append_records, "batch record count"
-            ),
-        )
-    if total > limits.max_append_bytes:
-        return Plan(texts, RecordTooLarge(run_id, first, total, limits.max_append_bytes, "batch"))
+    """Serialise the batch and judge its shape and size (`check_batch`), then what only
+    DynamoDB refuses, without touching the table."""
+    checked = check_batch(run_id, batch, table.limits)
+    texts = checked.texts()
+    if checked.problem is not None:
+        return Plan(texts, checked.problem)
+    first = batch.records[0].seq if batch.records else 0
     if len(batch.batch_id.encode()) > MAX_BATCH_ID_BYTES:
         return Plan(
             texts,
@@ -94,7 +65,7 @@ def plan(table: Table, run_id: str, batch: Batch) -> Plan:
                 f"{MAX_BATCH_ID_BYTES} bytes; use a shorter id"
             ),
         )
-    return Plan(texts, _notice_problem(table, run_id, first, batch, len(texts), total))
+    return Plan(texts, _notice_problem(table, run_id, first, batch, len(texts), checked.total))
 
 
 def _notice_problem(
@@ -154,33 +125,24 @@ async def judge(
     row: Row | None,
     problem: StoreError | None,
 ) -> AppendResult | None:
-    """Apply `Store.append`'s checks, in their order, to the row as it is.
+    """Apply `Store.append`'s checks (`judge_append`), in their order, to the row as it is.
 
     Raises the first that fails; returns the result of a batch that needs no write (an empty
     one, or one re-sent after it landed); None when the batch may be written.
     """
-    if row is None:
-        raise RunNotFound(run_id)
-    current = row.run
-    if attempt != current.attempt:
-        raise LeaseLost(run_id, attempt, current.attempt)
-    if not batch.records:
-        return AppendResult(current.inbox_last)
-    first = batch.records[0].seq
-    if first < current.next_seq and await table.batch_at(run_id, first) == (
-        batch.batch_id,
-        attempt,
-    ):
-        return AppendResult(current.inbox_last)
-    if not row.leased:
-        raise LeaseLost(run_id, attempt, current.attempt)
-    if first != current.next_seq:
-        raise Conflict(run_id, first)
-    if problem is not None:
-        raise problem
-    if batch.index.releases_lease and batch.inbox_seen < current.inbox_last:
-        raise InboxPending(run_id, batch.inbox_seen, current.inbox_last)
-    return None
+    fence, stored = None, None
+    if row is not None:
+        run = row.run
+        fence = AppendFence(run.attempt, run.next_seq, row.leased, run.inbox_last)
+        first = batch.records[0].seq if batch.records else run.next_seq
+        if first < run.next_seq and attempt == run.attempt:
+            # Read ahead what judge_append asks `landed` only then (a superseded attempt is
+            # refused first): the read cannot wait inside it, and a billed read is spared.
+            stored = await table.batch_at(run_id, first)
+    done = judge_append(
+        run_id, attempt, batch, problem, fence, lambda: stored == (batch.batch_id, attempt)
+    )
+    return None if done is None else AppendResult(done)
 
 
 @dataclass

@@ -13,15 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from psych_core import (
-    AttemptStarted,
-    Claim,
-    LeaseLost,
-    Record,
-    RenewResult,
-    RunNotFound,
-    attempts_exhausted,
-)
+from psych_core import Claim, LeaseLost, RenewResult, RunNotFound
+from psych_core.ports import check_claim, check_ttl, exhausted_record, started_record
 from psych_store_dynamodb._client import ConditionFailed
 from psych_store_dynamodb._expr import Update
 from psych_store_dynamodb._layout import NEVER_BEFORE_TEXT, claim_key, to_text
@@ -50,8 +43,7 @@ async def claim(
     max_attempts: int,
 ) -> Claim | None:
     """Take the oldest claimable run (or only `run_id`); see `Store.claim`."""
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+    check_claim(ttl, max_attempts)
     if run_id is not None:
         return await _claim_one(table, worker_id, ttl, run_id, max_attempts)
     for _ in range(_ROUNDS):
@@ -106,13 +98,7 @@ async def _start(
     run = row.run
     attempt = run.attempt + 1
     expires = now + ttl
-    record = Record(
-        run_id=run.run_id,
-        seq=run.next_seq,
-        attempt=attempt,
-        at=now,
-        body=AttemptStarted(worker_id=worker_id),
-    )
+    record = started_record(run.run_id, run.next_seq, attempt, now, worker_id)
     lease = to_text(expires, "lease expiry")
     update = Update()
     update.set("attempt", n(attempt))
@@ -138,13 +124,7 @@ async def _start(
 async def _exhaust(table: Table, row: Row, max_attempts: int, now: dt.datetime) -> bool:
     """Fail a run out of attempts, as the claim that found it; False if the run changed."""
     run = row.run
-    record = Record(
-        run_id=run.run_id,
-        seq=run.next_seq,
-        attempt=run.attempt,
-        at=now,
-        body=attempts_exhausted(run.run_id, run.claims, max_attempts),
-    )
+    record = exhausted_record(run.run_id, run.next_seq, run.attempt, now, run.claims, max_attempts)
     update = Update()
     update.set("status", s("failed"))
     update.set("next_seq", n(run.next_seq + 1))
@@ -193,6 +173,7 @@ async def _leased_update(table: Table, run_id: str, attempt: int, update: Update
 
 async def renew(table: Table, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
     """Extend the lease of the current attempt; see `Store.renew`."""
+    check_ttl(ttl)
     created = await _created(table, run_id)
     expires = table.clock() + ttl
     lease = to_text(expires, "lease expiry")

@@ -15,8 +15,6 @@ import hashlib
 import json
 from typing import Any
 
-from psych_core import StoreError
-
 # -- keys ----------------------------------------------------------------------------------
 
 ROW_SK = "#RUN"
@@ -156,8 +154,8 @@ def decode_cursor(cursor: str) -> str:
         if data.get("v") != 1 or not isinstance(after, str):
             raise ValueError(after)
     except (ValueError, KeyError, TypeError, binascii.Error, UnicodeError):
-        raise StoreError(
-            f"list_runs: cursor {cursor!r} was not made by this store; pass a Page.next_cursor "
-            "exactly as list_runs returned it"
+        raise ValueError(
+            f"list_runs: cursor {cursor!r} was not issued by this store; pass a "
+            "Page.next_cursor exactly as list_runs returned it, or None for the first page"
         ) from None
     return after

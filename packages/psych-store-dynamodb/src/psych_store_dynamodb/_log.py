@@ -9,14 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from psych_core import (
-    Conflict,
-    IdempotencyConflict,
-    NewRun,
-    Record,
-    RecordTooLarge,
-    StoreError,
-)
+from psych_core import Conflict, IdempotencyConflict, NewRun, Record, StoreError
+from psych_core.ports import check_first_record
 from psych_store_dynamodb._layout import (
     IDEM_SK,
     LOG_LAST,
@@ -35,27 +29,16 @@ from psych_store_dynamodb._rows import Item, n, s, text_of
 from psych_store_dynamodb._table import Table
 
 
-def _problem(table: Table, run: NewRun, first: Record, text: str) -> StoreError | None:
+async def create_run(table: Table, run: NewRun, first: Record) -> tuple[str, bool]:
+    """Insert the run row and record 0 in one transaction; see `Store.create_run`."""
+    checked = check_first_record(run, first, table.limits)
+    (text,) = checked.texts()
+    problem = checked.problem
     if len(run.run_id.encode()) > MAX_RUN_ID_BYTES:
-        return StoreError(
+        problem = StoreError(
             f"run id {run.run_id[:40]!r}... is longer than {MAX_RUN_ID_BYTES} bytes, the most "
             "DynamoDBStore keeps (it is part of index keys); use a shorter id"
         )
-    if first.seq != 0 or first.run_id != run.run_id:
-        return StoreError(
-            f"run {run.run_id}: the first record must be seq 0 of this run, not seq "
-            f"{first.seq} of run {first.run_id}"
-        )
-    size = len(text.encode())
-    if size > table.limits.max_record_bytes:
-        return RecordTooLarge(run.run_id, 0, size, table.limits.max_record_bytes, "record")
-    return None
-
-
-async def create_run(table: Table, run: NewRun, first: Record) -> tuple[str, bool]:
-    """Insert the run row and record 0 in one transaction; see `Store.create_run`."""
-    text = first.model_dump_json()
-    problem = _problem(table, run, first, text)
     if problem is not None:
         if run.idempotency_key is not None:
             held = await _held(table, run)

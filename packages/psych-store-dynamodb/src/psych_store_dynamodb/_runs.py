@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 from typing import Any
 
+from psych_adapter_kit import Backoff, poll_until
 from psych_core import Page, RunQuery, RunRow
 from psych_store_dynamodb._client import ConditionFailed
 from psych_store_dynamodb._expr import Expression
@@ -148,28 +147,23 @@ async def delete_run(table: Table, tenant: str, run_id: str) -> bool:
 
 
 async def wait(
-    table: Table, run_id: str | None, after_seq: int, timeout: float, ceiling: float
+    table: Table, run_id: str | None, after_seq: int, timeout: float, polling: Backoff
 ) -> None:
-    """Poll, backing off from 10 ms to `ceiling` seconds, until the run's log passes
-    `after_seq` (with None: until some run is claimable), or `timeout` seconds pass."""
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while True:
+    """Poll with `polling`'s backoff until the run's log passes `after_seq` (with None:
+    until some run is claimable), or `timeout` seconds pass."""
+
+    async def ready() -> bool:
         if run_id is None:
-            ready = bool(await table.claimable_ids(table.clock(), 1))
-        else:
-            reply = await table.conn.call(
-                "GetItem",
-                TableName=table.name,
-                Key=table.row_key(run_id),
-                ConsistentRead=True,
-                ProjectionExpression="#n",
-                ExpressionAttributeNames={"#n": "next_seq"},
-            )
-            item = reply.get("Item")
-            ready = item is None or int_of(item, "next_seq") - 1 > after_seq
-        remaining = deadline - time.monotonic()
-        if ready or remaining <= 0:
-            return
-        await asyncio.sleep(min(delay, remaining))
-        delay = min(delay * 2, ceiling)
+            return bool(await table.claimable_ids(table.clock(), 1))
+        reply = await table.conn.call(
+            "GetItem",
+            TableName=table.name,
+            Key=table.row_key(run_id),
+            ConsistentRead=True,
+            ProjectionExpression="#n",
+            ExpressionAttributeNames={"#n": "next_seq"},
+        )
+        item = reply.get("Item")
+        return item is None or int_of(item, "next_seq") - 1 > after_seq
+
+    await poll_until(ready, timeout, polling)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiobotocore.config import AioConfig
 
+from psych_adapter_kit import Backoff
 from psych_core import (
     AppendResult,
     Batch,
@@ -111,6 +111,8 @@ class DynamoDBStore(Store):
             raise ValueError(f"claim_shards must be 1 to 64, not {claim_shards}")
         if retries < 0:
             raise ValueError(f"retries must be 0 or more, not {retries}")
+        if poll_ceiling <= 0:
+            raise ValueError(f"poll_ceiling must be positive, not {poll_ceiling}")
         config = AioConfig(
             retries={"mode": "standard", "total_max_attempts": retries + 1},
             connect_timeout=connect_timeout,
@@ -123,13 +125,11 @@ class DynamoDBStore(Store):
         if endpoint_url is not None:
             options["endpoint_url"] = endpoint_url
         self._conn = Connection(table, session or _shared_session(), options)
+        self._limits = check_limits(limits)
         self._table = Table(
-            self._conn,
-            limits=check_limits(limits),
-            clock=clock or _utc_now,
-            claim_shards=claim_shards,
+            self._conn, limits=self._limits, clock=clock or _utc_now, claim_shards=claim_shards
         )
-        self._poll_ceiling = poll_ceiling
+        self._polling = Backoff(first=min(0.01, poll_ceiling), longest=poll_ceiling)
         self._migrate_timeout = migrate_timeout
 
     @property
@@ -137,24 +137,8 @@ class DynamoDBStore(Store):
         """The table's name."""
         return self._conn.table
 
-    @property
-    def limits(self) -> StoreLimits:
-        """The largest record and batch this store accepts."""
-        return self._table.limits
-
     def __repr__(self) -> str:
         return f"DynamoDBStore({self._conn.where})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the HTTP connections. Calling it again does nothing."""
@@ -246,4 +230,4 @@ class DynamoDBStore(Store):
     async def wait(self, run_id: str | None, after_seq: int, timeout: float) -> None:
         """Poll with backoff until the run's log passes `after_seq` (with None: until some
         run is claimable), or `timeout` seconds pass."""
-        await _runs.wait(self._table, run_id, after_seq, timeout, self._poll_ceiling)
+        await _runs.wait(self._table, run_id, after_seq, timeout, self._polling)

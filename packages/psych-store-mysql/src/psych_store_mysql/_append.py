@@ -32,17 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from psych_core import (
-    FINAL_STATUSES,
-    Batch,
-    Conflict,
-    InboxPending,
-    LeaseLost,
-    RecordTooLarge,
-    RunNotFound,
-    StoreError,
-    StoreLimits,
-)
+from psych_core import FINAL_STATUSES, Batch, StoreError, StoreLimits
+from psych_core.ports import AppendFence, check_batch, judge_append
 from psych_store_mysql._driver import Connection, Result
 from psych_store_mysql._inbox import DELIVER_STATEMENTS, deliver, delivery_checks
 from psych_store_mysql._literals import (
@@ -61,9 +52,10 @@ _FIRST_INSERT = 3
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """A batch's records as JSON text, checked before anything is sent.
+    """A batch's records as JSON text, checked before anything is sent (`check_batch`).
 
-    The problems are raised only after the fence check, because `LeaseLost` comes first.
+    The problem is raised only where `judge_append` puts it, after the fence check, because
+    `LeaseLost` comes first.
     """
 
     texts: tuple[str, ...]
@@ -72,31 +64,10 @@ class Encoded:
 
 def encode(run_id: str, batch: Batch, limits: StoreLimits) -> Encoded:
     """Serialise the batch and find what is wrong with it, without touching the database."""
-    records = batch.records
-    first = records[0].seq if records else 0
-    for offset, record in enumerate(records):
-        if record.seq != first + offset or record.run_id != run_id:
-            shape = StoreError(
-                f"run {run_id}: batch {batch.batch_id} is not a contiguous run of this log "
-                f"(record {offset} has run {record.run_id}, seq {record.seq})"
-            )
-            return Encoded((), shape)
-    texts = tuple(record.model_dump_json() for record in records)
-    total = 0
-    for record, body in zip(records, texts, strict=True):
-        size = len(body.encode())
-        total += size
-        if size > limits.max_record_bytes:
-            too_large = RecordTooLarge(run_id, record.seq, size, limits.max_record_bytes, "record")
-            return Encoded((), too_large)
-    if len(texts) > limits.max_append_records:
-        count = RecordTooLarge(
-            run_id, first, len(texts), limits.max_append_records, "batch record count"
-        )
-        return Encoded((), count)
-    if total > limits.max_append_bytes:
-        return Encoded((), RecordTooLarge(run_id, first, total, limits.max_append_bytes, "batch"))
-    return Encoded(texts, None)
+    checked = check_batch(run_id, batch, limits)
+    if checked.problem is not None:
+        return Encoded((), checked.problem)
+    return Encoded(checked.texts(), None)
 
 
 def statements(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) -> str:
@@ -194,27 +165,16 @@ async def explain(
         f"ON b.run_id = r.run_id AND b.seq = {integer(first)} WHERE r.run_id = {run}"
     )
     result = (await conn.batch(f"ROLLBACK;\n{read}" if rollback else read))[-1]
-    if not result.rows:
-        raise RunNotFound(run_id)
-    current, next_seq, status, leased, inbox_last, stored_batch, stored_attempt = result.rows[0]
-    if attempt != current:
-        raise LeaseLost(run_id, attempt, current)
-    if not batch.records:
-        return int(inbox_last)
-    if (
-        first < next_seq
-        and stored_batch is not None
-        and (decode(stored_batch), stored_attempt) == (batch.batch_id, attempt)
-    ):
-        return int(inbox_last)
-    if status in FINAL_STATUSES or not leased:
-        raise LeaseLost(run_id, attempt, current)
-    if first != next_seq:
-        raise Conflict(run_id, first)
-    if encoded.problem is not None:
-        raise encoded.problem
-    if batch.index.releases_lease and batch.inbox_seen < inbox_last:
-        raise InboxPending(run_id, batch.inbox_seen, inbox_last)
+    fence, stored = None, None
+    if result.rows:
+        current, next_seq, status, owned, inbox_last, stored_batch, stored_attempt = result.rows[0]
+        leased = bool(owned) and status not in FINAL_STATUSES
+        fence = AppendFence(int(current), int(next_seq), leased, int(inbox_last))
+        stored = None if stored_batch is None else (decode(stored_batch), stored_attempt)
+    mine = (batch.batch_id, attempt)
+    done = judge_append(run_id, attempt, batch, encoded.problem, fence, lambda: stored == mine)
+    if done is not None:
+        return done
     raise StoreError(
         f"run {run_id}: the append of batch {batch.batch_id} (attempt {attempt}, seq {first}) "
         "was not applied, and reading the run again shows no reason; it was written by "

@@ -19,15 +19,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from psych_core import (
-    AttemptStarted,
-    Claim,
-    LeaseLost,
-    Record,
-    RenewResult,
-    RunNotFound,
-    attempts_exhausted,
-)
+from psych_core import Claim, LeaseLost, Record, RenewResult, RunNotFound
+from psych_core.ports import check_ttl, exhausted_record, started_record
 from psych_store_mysql._driver import Connection, Result
 from psych_store_mysql._literals import (
     NEVER_BEFORE_SQL,
@@ -47,10 +40,8 @@ _ONE_MICROSECOND = dt.timedelta(microseconds=1)
 
 
 def ttl_micros(ttl: dt.timedelta) -> int:
-    """A lease duration in microseconds; it must be positive."""
-    if ttl <= dt.timedelta(0):
-        raise ValueError(f"a lease ttl must be positive, not {ttl}")
-    return ttl // _ONE_MICROSECOND
+    """A lease duration in microseconds; it must be positive (`check_ttl`)."""
+    return check_ttl(ttl) // _ONE_MICROSECOND
 
 
 def _take(run_id: str | None) -> str:
@@ -89,13 +80,7 @@ async def claim(
             return await _start(
                 conn, found, decode(tenant), attempts + 1, next_seq, worker_id, at, lease
             )
-        failed = Record(
-            run_id=found,
-            seq=next_seq,
-            attempt=attempts,
-            at=at,
-            body=attempts_exhausted(found, claims, max_attempts),
-        )
+        failed = exhausted_record(found, next_seq, attempts, at, claims, max_attempts)
         exhaust = (
             f"{_insert_record(failed)};\n"
             "UPDATE psych_runs SET status = 'failed', waiting = NULL, lease_owner = NULL, "
@@ -131,13 +116,7 @@ async def _start(
     now: dt.datetime,
     lease: dt.timedelta,
 ) -> Claim:
-    record = Record(
-        run_id=run_id,
-        seq=seq,
-        attempt=attempt,
-        at=now,
-        body=AttemptStarted(worker_id=worker_id),
-    )
+    record = started_record(run_id, seq, attempt, now, worker_id)
     expires = now + lease
     until = stamp(expires, "lease expiry")
     answers = await conn.batch(

@@ -86,11 +86,6 @@ def from_stamp(value: dt.datetime) -> dt.datetime:
     return value.replace(tzinfo=dt.UTC)
 
 
-def optional_from_stamp(value: dt.datetime | None) -> dt.datetime | None:
-    """`from_stamp`, passing None through."""
-    return None if value is None else from_stamp(value)
-
-
 def identifier(value: str, what: str) -> str:
     """`value` quoted, after checking that it fits a ``VARBINARY(255)`` column."""
     size = len(value.encode())
@@ -121,11 +116,6 @@ def signal_key(value: str, run_id: str) -> str:
 def decode(value: bytes | str) -> str:
     """A ``VARBINARY`` or ``BLOB`` column's bytes as the text that was stored."""
     return value.decode() if isinstance(value, bytes) else value
-
-
-def optional_decode(value: bytes | str | None) -> str | None:
-    """`decode`, passing None through."""
-    return None if value is None else decode(value)
 
 
 def packet_bytes_needed(max_append_bytes: int, max_append_records: int) -> int:

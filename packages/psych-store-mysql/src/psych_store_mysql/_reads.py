@@ -6,67 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from psych_core import FINAL_STATUSES, Page, Record, RunQuery, RunRow
+from psych_core.ports import RUN_ROW_COLUMNS, page_of, run_row_of
 from psych_store_mysql._driver import Connection
-from psych_store_mysql._literals import (
-    decode,
-    from_stamp,
-    identifier,
-    integer,
-    optional_decode,
-    optional_from_stamp,
-    text,
-)
+from psych_store_mysql._literals import decode, from_stamp, identifier, integer, text
 
 NOT_FINAL = "status NOT IN (" + ", ".join(text(s) for s in sorted(FINAL_STATUSES)) + ")"
 """A condition on ``psych_runs`` for runs that have not ended."""
 
-RUN_COLUMNS = (
-    "n, run_id, tenant, agent, spec_version, status, waiting, parent_run_id, attempt, "
-    "lease_owner, lease_expires_at, runnable_at, next_seq, inbox_last, created_at, "
-    "updated_at, claims"
-)
-"""The columns `run_row` reads, in its order."""
+RUN_COLUMNS = f"n, {RUN_ROW_COLUMNS}"
+"""The columns `run_row` reads: the creation number (for cursors), then the `RunRow`."""
 
 
 def run_row(row: tuple[Any, ...]) -> RunRow:
-    """A ``psych_runs`` row (`RUN_COLUMNS`) as a `RunRow`."""
-    (
-        _n,
-        run_id,
-        tenant,
-        agent,
-        spec_version,
-        status,
-        waiting,
-        parent_run_id,
-        attempt,
-        lease_owner,
-        lease_expires_at,
-        runnable_at,
-        next_seq,
-        inbox_last,
-        created_at,
-        updated_at,
-        claims,
-    ) = row
-    return RunRow(
-        run_id=decode(run_id),
-        tenant=decode(tenant),
-        agent=decode(agent),
-        spec_version=decode(spec_version),
-        status=status,
-        waiting=waiting,
-        parent_run_id=optional_decode(parent_run_id),
-        attempt=int(attempt),
-        lease_owner=optional_decode(lease_owner),
-        lease_expires_at=optional_from_stamp(lease_expires_at),
-        runnable_at=optional_from_stamp(runnable_at),
-        next_seq=int(next_seq),
-        inbox_last=int(inbox_last),
-        created_at=from_stamp(created_at),
-        updated_at=from_stamp(updated_at),
-        claims=int(claims),
-    )
+    """A ``psych_runs`` row (`RUN_COLUMNS`) as a `RunRow`; ids come back as bytes."""
+    return run_row_of(row[1:], time=from_stamp, text=decode)
 
 
 async def read(conn: Connection, run_id: str, after_seq: int, limit: int | None) -> list[Record]:
@@ -88,36 +41,24 @@ async def get_run(conn: Connection, tenant: str, run_id: str) -> RunRow | None:
     return run_row(result.rows[0]) if result.rows else None
 
 
-async def list_runs(conn: Connection, tenant: str, query: RunQuery) -> Page[RunRow]:
-    """The tenant's runs, newest first; the cursor is the creation number of the last one."""
+async def list_runs(
+    conn: Connection, tenant: str, query: RunQuery, before: int | None
+) -> Page[RunRow]:
+    """The tenant's runs, newest first, created before `before` (the creation number the
+    query's cursor names, read before anything is sent: `cursor_position`)."""
     where = [f"tenant = {identifier(tenant, 'tenant')}"]
     if query.status is not None:
         where.append(f"status = {text(query.status)}")
     if query.parent_run_id is not None:
         where.append(f"parent_run_id = {identifier(query.parent_run_id, 'parent run id')}")
-    if query.cursor is not None:
-        where.append(f"n < {_cursor(query.cursor)}")
+    if before is not None:
+        where.append(f"n < {integer(before)}")
     limit = max(query.limit, 0)
     result = await conn.one(
         f"SELECT {RUN_COLUMNS} FROM psych_runs WHERE {' AND '.join(where)} "
         f"ORDER BY n DESC LIMIT {limit + 1}"
     )
-    page = result.rows[:limit]
-    more = len(result.rows) > len(page)
-    return Page(
-        items=tuple(run_row(row) for row in page),
-        next_cursor=str(page[-1][0]) if more and page else None,
-    )
-
-
-def _cursor(cursor: str) -> int:
-    try:
-        return int(cursor)
-    except ValueError:
-        raise ValueError(
-            f"cursor {cursor!r} was not issued by this store; pass a Page.next_cursor, or "
-            "None for the first page"
-        ) from None
+    return page_of(result.rows, limit, run_row, lambda row: int(row[0]))
 
 
 async def next_seq(conn: Connection, run_id: str) -> int | None:

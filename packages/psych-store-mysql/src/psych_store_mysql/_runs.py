@@ -5,15 +5,7 @@ from __future__ import annotations
 
 from pymysql import err  # type: ignore[import-untyped]
 
-from psych_core import (
-    Conflict,
-    IdempotencyConflict,
-    NewRun,
-    Record,
-    RecordTooLarge,
-    StoreError,
-    StoreLimits,
-)
+from psych_core import Conflict, IdempotencyConflict, NewRun, Record, StoreError
 from psych_store_mysql._driver import Connection
 from psych_store_mysql._failures import errno_of
 from psych_store_mysql._literals import (
@@ -30,19 +22,6 @@ from psych_store_mysql._transaction import commit, unexpected
 _DUPLICATE_KEY = 1062
 
 
-def check_first(run: NewRun, first: Record, body: str, limits: StoreLimits) -> StoreError | None:
-    """What is wrong with a run's record 0, found before anything is sent."""
-    if first.seq != 0 or first.run_id != run.run_id:
-        return StoreError(
-            f"run {run.run_id}: the first record must be seq 0 of this run, not seq "
-            f"{first.seq} of run {first.run_id}"
-        )
-    size = len(body.encode())
-    if size > limits.max_record_bytes:
-        return RecordTooLarge(run.run_id, 0, size, limits.max_record_bytes, "record")
-    return None
-
-
 async def create_run(
     conn: Connection,
     run: NewRun,
@@ -55,7 +34,8 @@ async def create_run(
     """Insert the run row and record 0, then commit; see `Store.create_run`.
 
     Args:
-        problem: what `check_first` found; raised unless the key or the run id decides first.
+        problem: what `check_first_record` found (before anything was sent); raised unless
+            the key or the run id decides first.
         maybe_applied: an earlier try's answer was lost, so a run with this id and this exact
             record 0 is that try's, and this call succeeded.
     """

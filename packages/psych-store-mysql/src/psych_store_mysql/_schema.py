@@ -16,18 +16,9 @@ import re
 from dataclasses import dataclass
 
 from psych_core import StoreError, StoreLimits, StoreUnavailable
+from psych_core.ports import Migration, migrations_after
 from psych_store_mysql._driver import Connection, Settings
 from psych_store_mysql._literals import packet_bytes_needed, text
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One numbered schema step."""
-
-    version: int
-    name: str
-    statements: tuple[str, ...]
-
 
 _TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin ROW_FORMAT=DYNAMIC"
 _ID = "VARBINARY(255)"
@@ -164,14 +155,9 @@ async def _apply(conn: Connection, settings: Settings) -> int:
     current = int(
         (await conn.one("SELECT COALESCE(MAX(version), 0) FROM psych_schema_version")).rows[0][0]
     )
-    if current > LATEST_VERSION:
-        raise StoreError(
-            f"MySQL store {settings.where}: the schema is at version {current}, newer than "
-            f"this psych-store-mysql knows ({LATEST_VERSION}); upgrade psych-store-mysql"
-        )
-    for migration in MIGRATIONS:
-        if migration.version <= current:
-            continue
+    where = f"MySQL store {settings.where}"
+    pending = migrations_after(MIGRATIONS, current, where=where, package="psych-store-mysql")
+    for migration in pending:
         for statement in migration.statements:
             await conn.one(statement)
         await conn.one(

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import math
 import ssl
-import time
 import urllib.parse
-from types import TracebackType
-from typing import Self
 
+from psych_adapter_kit import Backoff, poll_until
 from psych_core import InboxEntry, NewRun, Record, Signal, Store, StoreLimits
 from psych_core.ports import (
     AppendResult,
@@ -20,6 +17,10 @@ from psych_core.ports import (
     RenewResult,
     RunQuery,
     RunRow,
+    check_claim,
+    check_first_record,
+    check_ttl,
+    cursor_position,
 )
 from psych_store_mysql import _append, _inbox, _leases, _reads, _runs
 from psych_store_mysql._driver import Connection, Settings
@@ -27,13 +28,10 @@ from psych_store_mysql._literals import identifier, stamp
 from psych_store_mysql._pool import Pool
 from psych_store_mysql._schema import Server, migrate
 
-DEFAULT_LIMITS = StoreLimits(
-    max_record_bytes=4 * 1024 * 1024,
-    max_append_records=1000,
-    max_append_bytes=6 * 1024 * 1024,
-)
-"""What one append may carry unless the store is given other limits. An append at these
-limits fits a ``max_allowed_packet`` of 16 MiB (MariaDB's default; MySQL 8's is 64 MiB)."""
+DEFAULT_LIMITS = StoreLimits(max_append_bytes=6 * 1024 * 1024)
+"""What one append may carry unless the store is given other limits: `StoreLimits`' defaults
+(4 MiB a record, 1000 records), but 6 MiB in all, so that an append at these limits fits a
+``max_allowed_packet`` of 16 MiB (MariaDB's default; MySQL 8's is 64 MiB)."""
 
 _FIRST_POLL = 0.005
 
@@ -137,7 +135,7 @@ class MySQLStore(Store):
         )
         if poll_max <= 0:
             raise ValueError(f"poll_max must be positive, not {poll_max}")
-        self._poll_max = poll_max
+        self._polling = Backoff(first=min(_FIRST_POLL, poll_max), longest=poll_max)
         self._limits = limits
         self._pool = Pool(
             self._settings,
@@ -149,28 +147,12 @@ class MySQLStore(Store):
         )
 
     @property
-    def limits(self) -> StoreLimits:
-        """The largest record and batch this store accepts."""
-        return self._limits
-
-    @property
     def database(self) -> str:
         """The database the store keeps its tables in."""
         return self._settings.database
 
     def __repr__(self) -> str:
         return f"MySQLStore({self._settings!r})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the store's connections. Calling it again does nothing."""
@@ -236,11 +218,11 @@ class MySQLStore(Store):
 
     async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
         """Insert the run row and record 0, then commit; see `Store.create_run`."""
-        body = first.model_dump_json()
-        problem = _runs.check_first(run, first, body, self._limits)
+        checked = check_first_record(run, first, self._limits)
+        (body,) = checked.texts()
         return await self._pool.run(
             lambda conn, maybe: _runs.create_run(
-                conn, run, first, body, problem, maybe_applied=maybe
+                conn, run, first, body, checked.problem, maybe_applied=maybe
             ),
             what=f"create run {run.run_id}",
             resend=True,
@@ -284,9 +266,7 @@ class MySQLStore(Store):
         max_attempts: int = 10,
     ) -> Claim | None:
         """Take the oldest claimable run (``SKIP LOCKED``); see `Store.claim`."""
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
-        _leases.ttl_micros(ttl)
+        check_claim(ttl, max_attempts)
         return await self._pool.run(
             lambda conn, _: _leases.claim(conn, worker_id, ttl, run_id, max_attempts),
             what="claim a run" if run_id is None else f"claim run {run_id}",
@@ -295,7 +275,7 @@ class MySQLStore(Store):
 
     async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
         """Extend the lease of the current attempt; see `Store.renew`."""
-        _leases.ttl_micros(ttl)
+        check_ttl(ttl)
         return await self._pool.run(
             lambda conn, _: _leases.renew(conn, run_id, attempt, ttl),
             what=f"renew the lease of run {run_id}",
@@ -352,8 +332,9 @@ class MySQLStore(Store):
     async def list_runs(self, tenant: str, query: RunQuery) -> Page[RunRow]:
         """The tenant's runs, newest first; see `Store.list_runs`."""
         identifier(tenant, "tenant")
+        before = None if query.cursor is None else cursor_position(query.cursor)
         return await self._pool.run(
-            lambda conn, _: _reads.list_runs(conn, tenant, query),
+            lambda conn, _: _reads.list_runs(conn, tenant, query, before),
             what=f"list the runs of tenant {tenant!r}",
             resend=True,
         )
@@ -388,22 +369,17 @@ class MySQLStore(Store):
         """Poll, backing off from 5 ms to `poll_max` (100 ms unless set), until the run's log
         passes `after_seq` (with None: until some run is claimable), or `timeout` seconds
         pass. MySQL has no notifications to wait on."""
-        deadline = time.monotonic() + timeout
-        delay = _FIRST_POLL
-        while True:
+
+        async def ready() -> bool:
             if run_id is None:
-                ready = await self._pool.run(
+                return await self._pool.run(
                     lambda conn, _: _reads.claimable(conn), what="look for work", resend=True
                 )
-            else:
-                seq = await self._pool.run(
-                    lambda conn, _: _reads.next_seq(conn, run_id),
-                    what=f"wait for run {run_id}",
-                    resend=True,
-                )
-                ready = seq is None or seq - 1 > after_seq
-            remaining = deadline - time.monotonic()
-            if ready or remaining <= 0:
-                return
-            await asyncio.sleep(min(delay, remaining))
-            delay = min(delay * 2, self._poll_max)
+            seq = await self._pool.run(
+                lambda conn, _: _reads.next_seq(conn, run_id),
+                what=f"wait for run {run_id}",
+                resend=True,
+            )
+            return seq is None or seq - 1 > after_seq
+
+        await poll_until(ready, timeout, self._polling)

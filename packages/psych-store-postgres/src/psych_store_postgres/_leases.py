@@ -12,18 +12,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import NoReturn
 
-from psych_core import (
-    AttemptStarted,
-    Claim,
-    LeaseLost,
-    Record,
-    RenewResult,
-    RunNotFound,
-    attempts_exhausted,
-)
+from psych_core import Claim, LeaseLost, RenewResult, RunNotFound
+from psych_core.ports import exhausted_record, record_json, started_record
 from psych_store_postgres._connections import Connection
 from psych_store_postgres._errors import ClaimUnknown, NotCommitted, lost
-from psych_store_postgres._log import record_json
 from psych_store_postgres._rows import aware
 from psych_store_postgres._sql import Sql
 
@@ -85,13 +77,7 @@ async def _take(
         now = aware(row["now"])
         seq: int = row["next_seq"]
         if row["claims"] >= max_attempts:
-            failed = Record(
-                run_id=found,
-                seq=seq,
-                attempt=row["attempt"],
-                at=now,
-                body=attempts_exhausted(found, row["claims"], max_attempts),
-            )
+            failed = exhausted_record(found, seq, row["attempt"], now, row["claims"], max_attempts)
             await conn.execute(
                 sql.claim_exhaust, found, row["attempt"], seq, now, record_json(failed)
             )
@@ -100,13 +86,7 @@ async def _take(
             continue
         attempt = row["attempt"] + 1
         expires = now + ttl
-        started = Record(
-            run_id=found,
-            seq=seq,
-            attempt=attempt,
-            at=now,
-            body=AttemptStarted(worker_id=worker_id),
-        )
+        started = started_record(found, seq, attempt, now, worker_id)
         body = record_json(started)
         await conn.execute(sql.claim_start, found, attempt, worker_id, expires, seq, now, body)
         return Claim(found, row["tenant"], attempt, expires, started), body

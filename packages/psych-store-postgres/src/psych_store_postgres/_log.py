@@ -15,37 +15,28 @@ from psych_core import (
     Batch,
     Conflict,
     IdempotencyConflict,
-    InboxPending,
-    LeaseLost,
     NewRun,
     Record,
-    RecordTooLarge,
-    RunNotFound,
     StoreError,
     StoreLimits,
 )
+from psych_core.ports import AppendFence, check_batch, judge_append
 from psych_store_postgres._connections import Connection
 from psych_store_postgres._rows import signal_json
 from psych_store_postgres._sql import Sql
 
-_SERIALIZER = Record.__pydantic_serializer__
 _RACES = 5
 """How many times a statement is sent again when it lost a race the diagnosis cannot name."""
 
 
-def record_json(record: Record) -> bytes:
-    """The record's JSON as UTF-8 bytes: exactly ``record.model_dump_json().encode()``."""
-    return _SERIALIZER.to_json(record)
-
-
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """A batch serialised and checked before it goes out; the problems are raised only after
-    the fence check, because `LeaseLost` comes first."""
+    """A batch serialised and checked before it goes out (`check_batch`); the problem is
+    raised only where `judge_append` puts it, after the fence, because `LeaseLost` comes
+    first."""
 
     bodies: tuple[bytes, ...]
-    shape_error: StoreError | None
-    size_error: RecordTooLarge | None
+    problem: StoreError | None
     notice_runs: tuple[str, ...]
     notice_keys: tuple[str, ...]
     notice_bodies: tuple[bytes, ...]
@@ -53,35 +44,10 @@ class Encoded:
 
 def encode(run_id: str, batch: Batch, limits: StoreLimits) -> Encoded:
     """Serialise the batch and find what is wrong with it, without touching the database."""
-    records = batch.records
-    first = records[0].seq if records else 0
-    shape_error: StoreError | None = None
-    for offset, record in enumerate(records):
-        if record.seq != first + offset or record.run_id != run_id:
-            shape_error = StoreError(
-                f"run {run_id}: batch {batch.batch_id} is not a contiguous run of this log "
-                f"(record {offset} has run {record.run_id}, seq {record.seq})"
-            )
-            break
-    bodies = tuple(record_json(record) for record in records)
-    size_error: RecordTooLarge | None = None
-    total = 0
-    for record, body in zip(records, bodies, strict=True):
-        total += len(body)
-        if len(body) > limits.max_record_bytes and size_error is None:
-            size_error = RecordTooLarge(
-                run_id, record.seq, len(body), limits.max_record_bytes, "record"
-            )
-    if size_error is None and len(bodies) > limits.max_append_records:
-        size_error = RecordTooLarge(
-            run_id, first, len(bodies), limits.max_append_records, "batch record count"
-        )
-    if size_error is None and total > limits.max_append_bytes:
-        size_error = RecordTooLarge(run_id, first, total, limits.max_append_bytes, "batch")
+    checked = check_batch(run_id, batch, limits)
     return Encoded(
-        bodies=bodies,
-        shape_error=shape_error,
-        size_error=size_error,
+        bodies=checked.bodies,
+        problem=checked.problem,
         notice_runs=tuple(notice.run_id for notice in batch.notify),
         notice_keys=tuple(notice.key for notice in batch.notify),
         notice_bodies=tuple(signal_json(notice.signal) for notice in batch.notify),
@@ -101,7 +67,7 @@ async def append(
     Safe to send again after a lost answer: a batch that did commit is recognised by its id at
     its first seq, and the call succeeds without writing twice.
     """
-    sendable = bool(batch.records) and encoded.shape_error is None and encoded.size_error is None
+    sendable = bool(batch.records) and encoded.problem is None
     first = batch.records[0].seq if batch.records else 0
     index = batch.index
     for _ in range(_RACES):
@@ -160,30 +126,14 @@ async def _diagnose(
     """Raise the refusal the contract names for this batch, in its order, or return the
     inbox_last of a re-sent batch that had landed; None when nothing refuses it (a race)."""
     row = await conn.fetchrow(sql.append_diagnose, run_id, first)
-    if row is None:
-        raise RunNotFound(run_id)
-    current = row["attempt"]
-    if attempt != current:
-        raise LeaseLost(run_id, attempt, current)
-    if not batch.records:
-        return int(row["inbox_last"])
-    if (
-        first < row["next_seq"]
-        and row["batch_id"] == batch.batch_id
-        and row["batch_attempt"] == attempt
-    ):
-        return int(row["inbox_last"])
-    if row["status"] in FINAL_STATUSES or not row["leased"]:
-        raise LeaseLost(run_id, attempt, current)
-    if first != row["next_seq"]:
-        raise Conflict(run_id, first)
-    if encoded.shape_error is not None:
-        raise encoded.shape_error
-    if encoded.size_error is not None:
-        raise encoded.size_error
-    if batch.index.releases_lease and batch.inbox_seen < row["inbox_last"]:
-        raise InboxPending(run_id, batch.inbox_seen, row["inbox_last"])
-    return None
+    fence, stored = None, None
+    if row is not None:
+        leased = row["leased"] and row["status"] not in FINAL_STATUSES
+        fence = AppendFence(row["attempt"], row["next_seq"], leased, int(row["inbox_last"]))
+        stored = (row["batch_id"], row["batch_attempt"])
+    return judge_append(
+        run_id, attempt, batch, encoded.problem, fence, lambda: stored == (batch.batch_id, attempt)
+    )
 
 
 async def create_run(
@@ -192,22 +142,15 @@ async def create_run(
     run: NewRun,
     first: Record,
     body: bytes,
-    limits: StoreLimits,
+    problem: StoreError | None,
     again: bool,
 ) -> tuple[str, bool]:
     """Insert the run row and record 0 in one statement; see `Store.create_run`.
 
-    `again` says an earlier send may have committed: a run already there with this very
+    `problem` is what `check_first_record` found, raised unless the key or the run id decides
+    first. `again` says an earlier send may have committed: a run already there with this very
     record 0 (or this key leading to this run id) is then this call's own, and reported created.
     """
-    problem: StoreError | None = None
-    if first.seq != 0 or first.run_id != run.run_id:
-        problem = StoreError(
-            f"run {run.run_id}: the first record must be seq 0 of this run, not seq "
-            f"{first.seq} of run {first.run_id}"
-        )
-    elif len(body) > limits.max_record_bytes:
-        problem = RecordTooLarge(run.run_id, 0, len(body), limits.max_record_bytes, "record")
     for _ in range(_RACES):
         if problem is None:
             created = await conn.fetchval(

@@ -9,6 +9,7 @@ import asyncpg
 from pydantic import TypeAdapter
 
 from psych_core import InboxEntry, RunRow, Signal
+from psych_core.ports import run_row_of
 
 NEVER_BEFORE = dt.datetime.min.replace(tzinfo=dt.UTC)
 """``runnable_at`` of a run claimable at once: PostgreSQL's ``'-infinity'``."""
@@ -25,11 +26,6 @@ def aware(at: dt.datetime) -> dt.datetime:
     return at if at.tzinfo is not None else at.replace(tzinfo=dt.UTC)
 
 
-def maybe_aware(at: dt.datetime | None) -> dt.datetime | None:
-    """`aware`, passing None through."""
-    return None if at is None else aware(at)
-
-
 def check_aware(at: dt.datetime, what: str) -> dt.datetime:
     """`at`, which must carry a timezone (the store keeps UTC instants)."""
     if at.tzinfo is None or at.utcoffset() is None:
@@ -38,25 +34,8 @@ def check_aware(at: dt.datetime, what: str) -> dt.datetime:
 
 
 def run_row(row: asyncpg.Record) -> RunRow:
-    """A row of `_sql.RUN_COLUMNS` as a `RunRow`."""
-    return RunRow(
-        run_id=row["run_id"],
-        tenant=row["tenant"],
-        agent=row["agent"],
-        spec_version=row["spec_version"],
-        status=row["status"],
-        waiting=row["waiting"],
-        parent_run_id=row["parent_run_id"],
-        attempt=row["attempt"],
-        lease_owner=row["lease_owner"],
-        lease_expires_at=maybe_aware(row["lease_expires_at"]),
-        runnable_at=maybe_aware(row["runnable_at"]),
-        next_seq=row["next_seq"],
-        inbox_last=row["inbox_last"],
-        created_at=aware(row["created_at"]),
-        updated_at=aware(row["updated_at"]),
-        claims=row["claims"],
-    )
+    """A row of `_sql.RUN_COLUMNS` (the creation number, then the run row) as a `RunRow`."""
+    return run_row_of(row[1:], time=aware)
 
 
 def inbox_entry(run_id: str, row: asyncpg.Record) -> InboxEntry:

@@ -10,21 +10,11 @@ transactional in PostgreSQL, so a step that fails leaves nothing half-made.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
-from psych_core import StoreError
+from psych_core.ports import Migration, migrations_after
 from psych_store_postgres._connections import Connection
 
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One numbered schema step; ``{s}`` in a statement is the store's schema."""
-
-    version: int
-    name: str
-    statements: tuple[str, ...]
-
-
+# ``{s}`` in a statement is the store's schema.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -139,7 +129,7 @@ async def migrate(conn: Connection, schema: str, where: str) -> int:
     the tables but not change them (no CREATE privilege) can call this at every start-up.
     `where` names the database and schema in errors (never the password).
     """
-    if _checked(await current_version(conn, schema), where) == LATEST_VERSION:
+    if not _pending(await current_version(conn, schema), where):
         return LATEST_VERSION
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", advisory_key(schema))
@@ -156,10 +146,7 @@ async def migrate(conn: Connection, schema: str, where: str) -> int:
             )
             """
         )
-        current = _checked(await current_version(conn, schema), where)
-        for migration in MIGRATIONS:
-            if migration.version <= current:
-                continue
+        for migration in _pending(await current_version(conn, schema), where):
             for statement in migration.statements:
                 await conn.execute(statement.format(s=schema))
             await conn.execute(
@@ -170,11 +157,7 @@ async def migrate(conn: Connection, schema: str, where: str) -> int:
     return LATEST_VERSION
 
 
-def _checked(version: int, where: str) -> int:
-    if version > LATEST_VERSION:
-        raise StoreError(
-            f"Postgres store {where}: the schema is at version {version}, newer than this "
-            f"psych-store-postgres knows ({LATEST_VERSION}); upgrade psych-store-postgres "
-            "in this process's environment"
-        )
-    return version
+def _pending(version: int, where: str) -> tuple[Migration, ...]:
+    return migrations_after(
+        MIGRATIONS, version, where=f"Postgres store {where}", package="psych-store-postgres"
+    )

@@ -15,16 +15,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from psych_core.ports import RUN_ROW_COLUMNS
+
 FINAL = "('completed', 'failed', 'cancelled')"
 """The statuses of a run that has ended, as an SQL list."""
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 
-RUN_COLUMNS = (
-    "n, run_id, tenant, agent, spec_version, status, waiting, parent_run_id, attempt, claims, "
-    "lease_owner, lease_expires_at, runnable_at, next_seq, inbox_last, created_at, updated_at"
-)
-"""The columns a `RunRow` is built from (`_rows.run_row`), in this order."""
+RUN_COLUMNS = f"n, {RUN_ROW_COLUMNS}"
+"""The creation number (for cursors), then the columns a `RunRow` is built from
+(`_rows.run_row`)."""
 
 
 def check_schema_name(schema: str) -> str:

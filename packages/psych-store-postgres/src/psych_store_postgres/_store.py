@@ -7,9 +7,8 @@ import asyncio
 import datetime as dt
 import time
 from functools import partial
-from types import TracebackType
-from typing import Self
 
+from psych_adapter_kit import Backoff
 from psych_core import (
     InboxEntry,
     NewRun,
@@ -27,6 +26,11 @@ from psych_core.ports import (
     RenewResult,
     RunQuery,
     RunRow,
+    check_claim,
+    check_first_record,
+    check_ttl,
+    cursor_position,
+    page_of,
 )
 from psych_store_postgres import _inbox, _leases, _log
 from psych_store_postgres._connections import Connection, Connections, Settings, describe_dsn
@@ -36,15 +40,12 @@ from psych_store_postgres._rows import check_aware, run_row
 from psych_store_postgres._schema import migrate
 from psych_store_postgres._sql import RUN_COLUMNS, Sql
 
-DEFAULT_LIMITS = StoreLimits(
-    max_record_bytes=4 * 1024 * 1024,
-    max_append_records=1000,
-    max_append_bytes=16 * 1024 * 1024,
-)
-"""What one append may carry unless the store is given other limits."""
+DEFAULT_LIMITS = StoreLimits()
+"""What one append may carry unless the store is given other limits: `StoreLimits`'
+defaults (4 MiB a record, 1000 records, 16 MiB in all)."""
 
-_FIRST_POLL = 0.005
-_LAST_POLL = 0.2
+_POLLING = Backoff(first=0.005, longest=0.2)
+"""How `wait` polls while the store cannot listen."""
 _SPECS_KEPT = 256
 """Spec versions a store keeps in memory (their JSON never changes)."""
 _WATCH_FOR = 60.0
@@ -141,24 +142,8 @@ class PostgresStore(Store):
         """The schema that holds the store's tables."""
         return self._sql.schema
 
-    @property
-    def limits(self) -> StoreLimits:
-        """The largest record and batch this store accepts."""
-        return self._limits
-
     def __repr__(self) -> str:
         return f"PostgresStore({self._where})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Stop listening and close the pool. Calling it again does nothing."""
@@ -181,11 +166,12 @@ class PostgresStore(Store):
 
     async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
         """Insert the run row and record 0 in one statement; see `Store.create_run`."""
-        body = _log.record_json(first)
+        checked = check_first_record(run, first, self._limits)
+        (body,) = checked.bodies
         return await self._connections.run(
             f"create_run({run.run_id})",
             lambda conn, again: _log.create_run(
-                conn, self._sql, run, first, body, self._limits, again
+                conn, self._sql, run, first, body, checked.problem, again
             ),
             resend=True,
         )
@@ -228,10 +214,7 @@ class PostgresStore(Store):
         max_attempts: int = 10,
     ) -> Claim | None:
         """Take the oldest claimable run in one short transaction; see `Store.claim`."""
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
-        if ttl <= dt.timedelta(0):
-            raise ValueError(f"a lease ttl must be positive, not {ttl}")
+        check_claim(ttl, max_attempts)
         what = f"claim() by worker {worker_id}"
         while True:
             try:
@@ -251,8 +234,7 @@ class PostgresStore(Store):
 
     async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
         """Extend the current attempt's lease on the database's clock; see `Store.renew`."""
-        if ttl <= dt.timedelta(0):
-            raise ValueError(f"a lease ttl must be positive, not {ttl}")
+        check_ttl(ttl)
         return await self._connections.run(
             f"renew({run_id}, attempt {attempt})",
             lambda conn, _again: _leases.renew(conn, self._sql, run_id, attempt, ttl),
@@ -322,7 +304,7 @@ class PostgresStore(Store):
             params.append(query.parent_run_id)
             where.append(f"parent_run_id = ${len(params)}")
         if query.cursor is not None:
-            params.append(_cursor(query.cursor))
+            params.append(cursor_position(query.cursor))
             where.append(f"n < ${len(params)}")
         size = max(query.limit, 0)
         params.append(size + 1)
@@ -333,12 +315,7 @@ class PostgresStore(Store):
 
         async def op(conn: Connection, _again: bool) -> Page[RunRow]:
             rows = await conn.fetch(statement, *params)
-            page = rows[:size]
-            more = len(rows) > len(page)
-            return Page(
-                items=tuple(run_row(row) for row in page),
-                next_cursor=str(page[-1]["n"]) if more and page else None,
-            )
+            return page_of(rows, size, run_row, lambda row: int(row["n"]))
 
         return await self._connections.run(f"list_runs({tenant!r})", op, resend=True)
 
@@ -410,7 +387,7 @@ class PostgresStore(Store):
         deadline = time.monotonic() + max(timeout, 0.0)
         with self._listener.subscription(run_id) as woken:
             await self._listener.start()
-            delay = _FIRST_POLL
+            delay = _POLLING.first
             while True:
                 woken.clear()
                 try:
@@ -423,7 +400,7 @@ class PostgresStore(Store):
                 pause = remaining if due_in is None else min(remaining, max(due_in, 0.001))
                 if not self._listener.listening:
                     pause = min(pause, delay)
-                    delay = min(delay * 2, _LAST_POLL)
+                    delay = _POLLING.after(delay)
                 try:
                     async with asyncio.timeout(pause):
                         await woken.wait()
@@ -453,13 +430,3 @@ class PostgresStore(Store):
             return next_seq is None or next_seq - 1 > after_seq, length or None
 
         return await self._connections.run(f"wait({run_id})", records, resend=True)
-
-
-def _cursor(cursor: str) -> int:
-    try:
-        return int(cursor)
-    except ValueError:
-        raise ValueError(
-            f"cursor {cursor!r} was not issued by this store; pass a Page.next_cursor, or "
-            "None for the first page"
-        ) from None

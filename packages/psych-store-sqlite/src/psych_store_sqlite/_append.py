@@ -11,19 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from functools import partial
 
-from psych_core import (
-    FINAL_STATUSES,
-    Batch,
-    Conflict,
-    InboxPending,
-    LeaseLost,
-    Record,
-    RecordTooLarge,
-    RunNotFound,
-    StoreError,
-    StoreLimits,
-)
+from psych_core import FINAL_STATUSES, Batch, Conflict, Record, StoreError, StoreLimits
+from psych_core.ports import AppendFence, check_batch, judge_append
 from psych_store_sqlite._inbox import deliver, inbox_count
 from psych_store_sqlite._time import now_micros, to_micros
 
@@ -47,56 +38,20 @@ _RELEASE = (
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """A batch's records as JSON text, and what is wrong with the batch if anything.
-
-    `error` is raised only inside the transaction, after the checks that come before it
-    (`LeaseLost` first of all).
-    """
+    """A batch's records as JSON text, what is wrong with them (`check_batch`; raised inside
+    the transaction, where `judge_append` puts it), and the batch's due time as kept."""
 
     texts: tuple[str, ...]
-    error: StoreError | None
+    problem: StoreError | None
     due_at: int | None
 
 
 def encode(run_id: str, batch: Batch, limits: StoreLimits) -> Encoded:
     """Serialise the batch and find what is wrong with it, without touching the database."""
-    records = batch.records
     due = batch.index.due_at
     due_at = None if due is None else to_micros(due, "due_at")
-    texts = tuple([record.model_dump_json() for record in records])
-    error = _shape_error(run_id, batch) or _size_error(run_id, batch, texts, limits)
-    return Encoded(texts, error, due_at)
-
-
-def _shape_error(run_id: str, batch: Batch) -> StoreError | None:
-    records = batch.records
-    first = records[0].seq if records else 0
-    for offset, record in enumerate(records):
-        if record.seq != first + offset or record.run_id != run_id:
-            return StoreError(
-                f"run {run_id}: batch {batch.batch_id} is not a contiguous run of this log "
-                f"(record {offset} has run {record.run_id}, seq {record.seq})"
-            )
-    return None
-
-
-def _size_error(
-    run_id: str, batch: Batch, texts: tuple[str, ...], limits: StoreLimits
-) -> RecordTooLarge | None:
-    total = 0
-    for record, text in zip(batch.records, texts, strict=True):
-        size = len(text.encode())
-        if size > limits.max_record_bytes:
-            return RecordTooLarge(run_id, record.seq, size, limits.max_record_bytes, "record")
-        total += size
-    first = batch.records[0].seq if batch.records else 0
-    if len(texts) > limits.max_append_records:
-        return RecordTooLarge(
-            run_id, first, len(texts), limits.max_append_records, "batch record count"
-        )
-    if total > limits.max_append_bytes:
-        return RecordTooLarge(run_id, first, total, limits.max_append_bytes, "batch")
-    return None
+    checked = check_batch(run_id, batch, limits)
+    return Encoded(checked.texts(), checked.problem, due_at)
 
 
 def append(
@@ -111,26 +66,19 @@ def append(
         "WHERE run_id = ?",
         (run_id,),
     ).fetchone()
-    if row is None:
-        raise RunNotFound(run_id)
-    current, next_seq, status, owner, inbox_last = row
-    if attempt != current:
-        raise LeaseLost(run_id, attempt, current)
+    fence = None
+    if row is not None:
+        current, next_seq, status, owner, inbox_last = row
+        leased = owner is not None and status not in FINAL_STATUSES
+        fence = AppendFence(current, next_seq, leased, inbox_last)
     records = batch.records
-    if not records:
-        return int(inbox_last)
-    first = records[0].seq
-    if first < next_seq and _landed(conn, run_id, attempt, batch.batch_id, first):
-        return int(inbox_last)
-    if status in FINAL_STATUSES or owner is None:
-        raise LeaseLost(run_id, attempt, current)
-    if first != next_seq:
-        raise Conflict(run_id, first)
-    if encoded.error is not None:
-        raise encoded.error
+    first = records[0].seq if records else 0
+    landed = partial(_landed, conn, run_id, attempt, batch.batch_id, first)
+    done = judge_append(run_id, attempt, batch, encoded.problem, fence, landed)
+    if done is not None:
+        return done
+    assert fence is not None  # judge_append refuses a run that does not exist
     index = batch.index
-    if index.releases_lease and batch.inbox_seen < inbox_last:
-        raise InboxPending(run_id, batch.inbox_seen, inbox_last)
     _insert(conn, run_id, attempt, batch.batch_id, records, encoded.texts)
     now = now_micros()
     if index.releases_lease:
@@ -152,7 +100,7 @@ def append(
         deliver(conn, batch.notify, now)
         if any(notice.run_id == run_id for notice in batch.notify):
             return inbox_count(conn, run_id)
-    return int(inbox_last)
+    return fence.inbox_last
 
 
 def _landed(conn: sqlite3.Connection, run_id: str, attempt: int, batch_id: str, first: int) -> bool:

@@ -8,14 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from psych_core import (
-    AttemptStarted,
-    Claim,
-    LeaseLost,
-    Record,
-    RunNotFound,
-    attempts_exhausted,
-)
+from psych_core import Claim, LeaseLost, RunNotFound
+from psych_core.ports import exhausted_record, started_record
 from psych_store_sqlite._append import INSERT_RECORD
 from psych_store_sqlite._reads import FINAL, NOT_FINAL
 from psych_store_sqlite._time import NEVER_BEFORE_MICROS, from_micros, now_micros
@@ -68,13 +62,7 @@ def _start(
     now: int,
     expires: int,
 ) -> Claim:
-    record = Record(
-        run_id=run_id,
-        seq=seq,
-        attempt=attempt,
-        at=from_micros(now),
-        body=AttemptStarted(worker_id=worker_id),
-    )
+    record = started_record(run_id, seq, attempt, from_micros(now), worker_id)
     conn.execute(INSERT_RECORD, (run_id, seq, attempt, None, record.model_dump_json()))
     conn.execute(_START, (attempt, worker_id, expires, expires, seq + 1, now, run_id))
     return Claim(run_id, tenant, attempt, from_micros(expires), record)
@@ -89,13 +77,7 @@ def _exhaust(
     max_attempts: int,
     now: int,
 ) -> None:
-    record = Record(
-        run_id=run_id,
-        seq=seq,
-        attempt=attempt,
-        at=from_micros(now),
-        body=attempts_exhausted(run_id, claims, max_attempts),
-    )
+    record = exhausted_record(run_id, seq, attempt, from_micros(now), claims, max_attempts)
     conn.execute(INSERT_RECORD, (run_id, seq, attempt, None, record.model_dump_json()))
     conn.execute(_EXHAUST, (seq + 1, now, run_id))
 

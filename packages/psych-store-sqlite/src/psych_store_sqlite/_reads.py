@@ -9,57 +9,23 @@ import sqlite3
 from typing import Any
 
 from psych_core import FINAL_STATUSES, Page, Record, RunQuery, RunRow
+from psych_core.ports import RUN_ROW_COLUMNS, cursor_position, page_of, run_row_of
 from psych_store_sqlite._time import from_micros
 
 FINAL = tuple(sorted(FINAL_STATUSES))
 NOT_FINAL = f"status NOT IN ({', '.join('?' * len(FINAL))})"
 """A WHERE clause (with `FINAL` as its parameters) for runs that have not ended."""
 
-_ROW_COLUMNS = (
-    "n, run_id, tenant, agent, spec_version, status, waiting, parent_run_id, attempt, "
-    "lease_owner, lease_expires_at, runnable_at, next_seq, inbox_last, created_at, updated_at, "
-    "claims"
-)
+_ROW_COLUMNS = f"n, {RUN_ROW_COLUMNS}"
+"""The creation number (for cursors), then the `RunRow`."""
 
 
 def _run_row(row: tuple[Any, ...]) -> RunRow:
-    (
-        _n,
-        run_id,
-        tenant,
-        agent,
-        spec_version,
-        status,
-        waiting,
-        parent_run_id,
-        attempt,
-        lease_owner,
-        lease_expires_at,
-        runnable_at,
-        next_seq,
-        inbox_last,
-        created_at,
-        updated_at,
-        claims,
-    ) = row
-    return RunRow(
-        run_id=run_id,
-        tenant=tenant,
-        agent=agent,
-        spec_version=spec_version,
-        status=status,
-        waiting=waiting,
-        parent_run_id=parent_run_id,
-        attempt=attempt,
-        lease_owner=lease_owner,
-        lease_expires_at=None if lease_expires_at is None else from_micros(lease_expires_at),
-        runnable_at=None if runnable_at is None else from_micros(runnable_at),
-        next_seq=next_seq,
-        inbox_last=inbox_last,
-        created_at=from_micros(created_at),
-        updated_at=from_micros(updated_at),
-        claims=claims,
-    )
+    return run_row_of(row[1:], time=from_micros)
+
+
+def _position(row: tuple[Any, ...]) -> int:
+    return int(row[0])
 
 
 def read(conn: sqlite3.Connection, run_id: str, after_seq: int, limit: int | None) -> list[Record]:
@@ -92,19 +58,14 @@ def list_runs(conn: sqlite3.Connection, tenant: str, query: RunQuery) -> Page[Ru
         params.append(query.parent_run_id)
     if query.cursor is not None:
         where.append("n < ?")
-        params.append(_cursor(query.cursor))
+        params.append(cursor_position(query.cursor))
     params.append(max(query.limit, 0) + 1)
     rows = conn.execute(
         f"SELECT {_ROW_COLUMNS} FROM psych_runs WHERE {' AND '.join(where)} "
         "ORDER BY n DESC LIMIT ?",
         params,
     ).fetchall()
-    page = rows[: max(query.limit, 0)]
-    more = len(rows) > len(page)
-    return Page(
-        items=tuple(_run_row(row) for row in page),
-        next_cursor=str(page[-1][0]) if more and page else None,
-    )
+    return page_of(rows, query.limit, _run_row, _position)
 
 
 def due(conn: sqlite3.Connection, now: int, limit: int) -> list[RunRow]:
@@ -115,16 +76,6 @@ def due(conn: sqlite3.Connection, now: int, limit: int) -> list[RunRow]:
         (now, max(limit, 0)),
     ).fetchall()
     return [_run_row(row) for row in rows]
-
-
-def _cursor(cursor: str) -> int:
-    try:
-        return int(cursor)
-    except ValueError:
-        raise ValueError(
-            f"cursor {cursor!r} was not issued by this store; pass a Page.next_cursor, or "
-            "None for the first page"
-        ) from None
 
 
 def next_seq(conn: sqlite3.Connection, run_id: str) -> int | None:

@@ -10,20 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
-from dataclasses import dataclass
 
-from psych_core import StoreError
+from psych_core.ports import Migration, migrations_after
 from psych_store_sqlite._connection import write_transaction
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One numbered schema step."""
-
-    version: int
-    name: str
-    statements: tuple[str, ...]
-
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -138,17 +127,11 @@ def _apply(conn: sqlite3.Connection, path: str) -> int:
         """
     )
     row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM psych_schema_version").fetchone()
-    current = int(row[0])
-    if current > LATEST_VERSION:
-        raise StoreError(
-            f"SQLite store {path}: the schema is at version {current}, newer than this "
-            f"psych-store-sqlite knows ({LATEST_VERSION}); upgrade psych-store-sqlite on this "
-            "host"
-        )
+    pending = migrations_after(
+        MIGRATIONS, int(row[0]), where=f"SQLite store {path}", package="psych-store-sqlite"
+    )
     applied_at = dt.datetime.now(dt.UTC).isoformat()
-    for migration in MIGRATIONS:
-        if migration.version <= current:
-            continue
+    for migration in pending:
         for statement in migration.statements:
             conn.execute(statement)
         conn.execute(

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import os
 import sqlite3
-import time
 from functools import partial
-from types import TracebackType
-from typing import Self
 
+from psych_adapter_kit import Backoff, poll_until
 from psych_core import InboxEntry, NewRun, Record, Signal, Store, StoreLimits
 from psych_core.ports import (
     AppendResult,
@@ -20,6 +17,8 @@ from psych_core.ports import (
     RenewResult,
     RunQuery,
     RunRow,
+    check_claim,
+    check_first_record,
 )
 from psych_store_sqlite import _append, _inbox, _leases, _reads, _writes
 from psych_store_sqlite._connection import open_connection
@@ -27,15 +26,11 @@ from psych_store_sqlite._lane import Lane
 from psych_store_sqlite._schema import migrate
 from psych_store_sqlite._time import from_micros, now_micros, to_micros, ttl_micros
 
-DEFAULT_LIMITS = StoreLimits(
-    max_record_bytes=4 * 1024 * 1024,
-    max_append_records=1000,
-    max_append_bytes=16 * 1024 * 1024,
-)
-"""What one append may carry unless the store is given other limits."""
+DEFAULT_LIMITS = StoreLimits()
+"""What one append may carry unless the store is given other limits: `StoreLimits`'
+defaults (4 MiB a record, 1000 records, 16 MiB in all)."""
 
-_FIRST_POLL = 0.005
-_LAST_POLL = 0.2
+_POLLING = Backoff(first=0.005, longest=0.2)
 
 
 class SQLiteStore(Store):
@@ -98,24 +93,8 @@ class SQLiteStore(Store):
         """The database file."""
         return self._path
 
-    @property
-    def limits(self) -> StoreLimits:
-        """The largest record and batch this store accepts."""
-        return self._limits
-
     def __repr__(self) -> str:
         return f"SQLiteStore({self._path!r})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close both connections and end the store's threads. Calling it again does nothing."""
@@ -138,8 +117,9 @@ class SQLiteStore(Store):
 
     async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
         """Insert the run row and record 0 in one transaction; see `Store.create_run`."""
-        text = first.model_dump_json()
-        return await self._writer.transact(_writes.create_run, run, first, text, self._limits)
+        checked = check_first_record(run, first, self._limits)
+        (text,) = checked.texts()
+        return await self._writer.transact(_writes.create_run, run, first, text, checked.problem)
 
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
         """Add a batch in one transaction; see `Store.append` for the checks and their order."""
@@ -164,8 +144,7 @@ class SQLiteStore(Store):
         max_attempts: int = 10,
     ) -> Claim | None:
         """Take the oldest claimable run in one transaction; see `Store.claim`."""
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+        check_claim(ttl, max_attempts)
         lease = ttl_micros(ttl)
         return await self._writer.transact(_leases.claim, worker_id, lease, run_id, max_attempts)
 
@@ -223,19 +202,14 @@ class SQLiteStore(Store):
     async def wait(self, run_id: str | None, after_seq: int, timeout: float) -> None:
         """Poll, backing off from 5 ms to 200 ms, until the run's log passes `after_seq` (with
         None: until some run is claimable), or `timeout` seconds pass."""
-        deadline = time.monotonic() + timeout
-        delay = _FIRST_POLL
-        while True:
+
+        async def ready() -> bool:
             if run_id is None:
-                ready = await self._reader.run(_reads.claimable, now_micros())
-            else:
-                seq = await self._reader.run(_reads.next_seq, run_id)
-                ready = seq is None or seq - 1 > after_seq
-            remaining = deadline - time.monotonic()
-            if ready or remaining <= 0:
-                return
-            await asyncio.sleep(min(delay, remaining))
-            delay = min(delay * 2, _LAST_POLL)
+                return await self._reader.run(_reads.claimable, now_micros())
+            seq = await self._reader.run(_reads.next_seq, run_id)
+            return seq is None or seq - 1 > after_seq
+
+        await poll_until(ready, timeout, _POLLING)
 
 
 def _pragmas(conn: sqlite3.Connection) -> dict[str, str | int]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+from psych_core.ports import check_ttl
+
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 ONE_MICROSECOND = dt.timedelta(microseconds=1)
 
@@ -34,10 +36,8 @@ def from_micros(micros: int) -> dt.datetime:
 
 
 def ttl_micros(ttl: dt.timedelta) -> int:
-    """A lease duration in microseconds; it must be positive."""
-    if ttl <= dt.timedelta(0):
-        raise ValueError(f"a lease ttl must be positive, not {ttl}")
-    return ttl // ONE_MICROSECOND
+    """A lease duration in microseconds; it must be positive (`check_ttl`)."""
+    return check_ttl(ttl) // ONE_MICROSECOND
 
 
 NEVER_BEFORE_MICROS = to_micros(NEVER_BEFORE)

@@ -8,23 +8,16 @@ from __future__ import annotations
 
 import sqlite3
 
-from psych_core import (
-    Conflict,
-    IdempotencyConflict,
-    NewRun,
-    Record,
-    RecordTooLarge,
-    StoreError,
-    StoreLimits,
-)
+from psych_core import Conflict, IdempotencyConflict, NewRun, Record, StoreError
 from psych_store_sqlite._append import INSERT_RECORD
 from psych_store_sqlite._time import NEVER_BEFORE_MICROS, now_micros
 
 
 def create_run(
-    conn: sqlite3.Connection, run: NewRun, first: Record, text: str, limits: StoreLimits
+    conn: sqlite3.Connection, run: NewRun, first: Record, text: str, problem: StoreError | None
 ) -> tuple[str, bool]:
-    """Insert the run row and record 0; see `Store.create_run`."""
+    """Insert the run row and record 0; see `Store.create_run`. `problem` is what
+    `check_first_record` found, raised unless the key or the run id decides first."""
     if run.idempotency_key is not None:
         held = conn.execute(
             "SELECT run_id, request_hash FROM psych_runs WHERE tenant = ? AND idempotency_key = ?",
@@ -36,14 +29,8 @@ def create_run(
             return str(held[0]), False
     if conn.execute("SELECT 1 FROM psych_runs WHERE run_id = ?", (run.run_id,)).fetchone():
         raise Conflict(run.run_id, 0)
-    if first.seq != 0 or first.run_id != run.run_id:
-        raise StoreError(
-            f"run {run.run_id}: the first record must be seq 0 of this run, not seq "
-            f"{first.seq} of run {first.run_id}"
-        )
-    size = len(text.encode())
-    if size > limits.max_record_bytes:
-        raise RecordTooLarge(run.run_id, 0, size, limits.max_record_bytes, "record")
+    if problem is not None:
+        raise problem
     now = now_micros()
     try:
         conn.execute(

@@ -319,6 +319,9 @@ class Sandbox(Protocol):
     Errors: `SandboxRefused` (requirements cannot be met), `SandboxUnavailable` (the backend's
     machinery, such as its engine or image, is missing or broken; what to fix is in the message).
     A program that fails, crashes or hits a limit is not an error: that is in the result.
+
+    A backend records what it set up in an `ExecTally`, whose `ExecTally.result` keeps rules 2
+    and 3 the same everywhere; ``psych_adapter_kit`` holds the IO pieces backends share.
     """
 
     @property

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
 
 from psych_core._errors import RunNotFound
 from psych_core._records import Record
@@ -22,12 +23,14 @@ from psych_core.ports._policy import Policy, PolicyAction
 class StoreLimits:
     """The largest record, batch and byte count one append may carry.
 
-    The runtime keeps below these; the contract suite tests each store at them.
+    The runtime keeps below these; the contract suite tests each store at them. The defaults
+    (4 MiB a record, 1000 records and 16 MiB an append) are what a database store keeps
+    unless it is told otherwise or its database holds less.
     """
 
-    max_record_bytes: int
-    max_append_records: int
-    max_append_bytes: int
+    max_record_bytes: int = 4 * 1024 * 1024
+    max_append_records: int = 1000
+    max_append_bytes: int = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,14 +195,41 @@ class Store(Protocol):
     Tenancy: calls that take a tenant see only that tenant's runs; another tenant's run looks
     exactly like a run that does not exist.
 
-    Adapters subclass this protocol explicitly to inherit `scoped`, and certify themselves
-    with the contract suite, `psych_runtime.testing.store_contract.StoreContract`.
+    Resources: `close` releases what the store holds (connections, threads); calling it again
+    does nothing, and the store is not used after it. ``async with store:`` closes it at the
+    end of the block.
+
+    Adapters subclass this protocol explicitly to inherit `scoped`, `limits` (over the
+    `_limits` they set), `close` (for a store that holds nothing) and ``async with``, and
+    certify themselves with the contract suite,
+    `psych_runtime.testing.store_contract.StoreContract`. The checks every adapter makes alike
+    are in `psych_core.ports` too: `check_batch`, `judge_append`, `check_first_record`,
+    `check_claim`.
     """
+
+    _limits: StoreLimits
+    """What `limits` returns: an adapter sets it in its constructor, or overrides `limits`."""
 
     @property
     def limits(self) -> StoreLimits:
         """The largest record and batch this store accepts."""
-        ...
+        return self._limits
+
+    async def close(self) -> None:
+        """Release what the store holds; calling it again does nothing. This default holds
+        nothing: an adapter with connections or threads overrides it."""
+        return  # a statement of its own: with a docstring alone, type checkers see no body
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
     async def migrate(self) -> None:
         """Create or upgrade the schema: numbered steps, idempotent, safe run concurrently."""
@@ -376,8 +406,10 @@ class ScopedStore:
     Each per-run call checks the run row's tenant first and treats another tenant's run
     exactly like a run that does not exist (`RunNotFound`).
 
+    The public functions use nothing else: they never reach through to the store underneath.
+
     Attributes:
-        store: the store underneath.
+        store: the store underneath, for what serves every tenant (a `Worker`, `due()`).
         scope: who the calls are for.
         policy: what the public functions ask before acting (`authorize`); None allows all.
     """
@@ -415,6 +447,31 @@ class ScopedStore:
         """The run's records after `after_seq`; `RunNotFound` outside this tenant."""
         await self.run(run_id)
         return await self.store.read(run_id, after_seq, limit)
+
+    async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
+        """Create a run of this tenant; see `Store.create_run`. A run of another tenant is a
+        `ValueError`: a scope admits only its own."""
+        if run.tenant != self.scope.tenant:
+            raise ValueError(
+                f"run {run.run_id} is for tenant {run.tenant!r}, but this store is scoped to "
+                f"tenant {self.scope.tenant!r}"
+            )
+        return await self.store.create_run(run, first)
+
+    async def put_spec(self, version: str, spec_json: str) -> None:
+        """Keep a spec under its version; see `Store.put_spec` (specs are content-addressed,
+        the same for every tenant)."""
+        await self.store.put_spec(version, spec_json)
+
+    async def get_spec(self, version: str) -> str | None:
+        """The spec kept under `version`, or None; see `Store.get_spec`."""
+        return await self.store.get_spec(version)
+
+    async def wait(self, run_id: str, after_seq: int, timeout: float) -> None:
+        """Return early when records after `after_seq` may exist; see `Store.wait`. It tells
+        nothing about the run (a caller reads it, through this store, to learn more), so it
+        does not look the run up."""
+        await self.store.wait(run_id, after_seq, timeout)
 
     async def list_runs(self, query: RunQuery | None = None) -> Page[RunRow]:
         """This tenant's runs, newest first."""

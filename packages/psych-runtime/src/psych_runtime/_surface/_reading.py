@@ -45,7 +45,7 @@ async def report(store: ScopedStore, run_id: str) -> Report:
     """
     authorize(store, "read", run_id, function="report")
     records = await store.read(run_id)
-    spec = await load_spec(store.store, run_id, records)
+    spec = await load_spec(store, run_id, records)
     own = build_report(RunState.empty(run_id, spec), records)
     totals = own.totals
     for child in own.children:

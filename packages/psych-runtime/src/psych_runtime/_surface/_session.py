@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from psych_core import (
     AgentSpec,
     BlobStore,
     ModelClient,
-    Policy,
-    Sandbox,
     Scope,
     ScopedStore,
-    SecretResolver,
     Store,
     fold_all,
 )
@@ -27,24 +24,20 @@ from psych_runtime.adapters import (
     MemoryStore,
     OffloadingStore,
 )
-from psych_runtime.model import PriceTable
-from psych_runtime.model.egress import EgressPolicy
 from psych_runtime.runtime import (
-    ApprovalCheck,
-    Clock,
-    Services,
-    SystemClock,
+    Runtime,
     dispatch,
-    execute_claim,
+    drive,
+    load_spec,
     load_state,
     new_worker_id,
+    registry_of,
+    runtime_of,
 )
-from psych_runtime.tools import ToolFunction, ToolRegistry
+from psych_runtime.tools import ToolFunction
 
 DEFAULT_SCOPE = Scope(tenant="default")
 """The scope of a session created without one."""
-
-LEASE_TTL = dt.timedelta(seconds=30)
 
 
 class Session:
@@ -52,35 +45,16 @@ class Session:
 
     Attributes:
         store: the session's store, scoped to its scope; pass it to `report`, `status`, ...
+        runtime: what its runs execute with.
     """
 
-    def __init__(
-        self,
-        *,
-        model: ModelClient,
-        tools: Iterable[ToolFunction],
-        store: ScopedStore,
-        clock: Clock,
-        secrets: SecretResolver | None = None,
-        prices: PriceTable | None = None,
-        approval_rules: Mapping[str, ApprovalCheck] | None = None,
-        sandbox: Sandbox | None = None,
-        egress: EgressPolicy | None = None,
-        policy: Policy | None = None,
-    ) -> None:
+    def __init__(self, runtime: Runtime, store: ScopedStore, own: Store) -> None:
         self.store = store
-        self._tools = ToolRegistry(tools, sandbox=sandbox, egress=egress, secrets=secrets)
-        self._clock = clock
-        self._services = Services(
-            model=model,
-            tools=self._tools,
-            clock=clock,
-            ttl=LEASE_TTL,
-            secrets=secrets,
-            prices=prices,
-            approval_rules=dict(approval_rules or {}),
-            policy=policy,
-        )
+        self.runtime = runtime
+        # The session's own store, which it created or was given: it drives its runs there,
+        # as a worker does, and reads them back through `store`, the scoped handle.
+        self._own = own
+        self._registry = registry_of(runtime)
         self._worker_id = f"session:{new_worker_id()}"
 
     async def ask(
@@ -95,7 +69,7 @@ class Session:
         no sandbox that can run it: `SandboxToolUnavailable`), and `PolicyDenied` when the
         session's policy does not let its scope dispatch the agent.
         """
-        missing = self._tools.missing(spec)
+        missing = self._registry.missing(spec)
         if missing is not None:
             raise missing
         run_id = await dispatch(
@@ -103,99 +77,114 @@ class Session:
             spec,
             text,
             idempotency_key=idempotency_key,
-            clock=self._clock,
-            secrets=self._services.secrets,
+            clock=self.runtime.clock,
+            secrets=self.runtime.secrets,
         )
         return await self.drive(run_id)
 
     async def aclose(self) -> None:
         """Close the connections the session's http tools opened (done when it exits)."""
-        await self._tools.aclose()
+        await self._registry.aclose()
 
     async def drive(self, run_id: str) -> RunView:
         """Run one of this session's runs in this process until it ends or waits again.
 
         Use it after a signal woke a waiting run (`approve`, `deny`, `resume`, `cancel`,
-        `interrupt`). A run that is not claimable (it waits, or another worker holds it) is
-        followed until it ends or waits. `RunNotFound` outside the session's tenant.
+        `interrupt`). The attempt runs exactly as a worker's would (`drive` in
+        `psych_runtime.runtime`). A run that is not claimable (it waits, or another worker
+        holds it) is followed until it ends or waits. Raises `RunNotFound` outside the
+        session's tenant, `ToolNotRegistered` when its spec names a tool the session lacks,
+        and what made the attempt hand the run back when it could not run it.
         """
-        await self.store.run(run_id)
-        inner: Store = self.store.store
+        records = await self.store.read(run_id)
+        missing = self._registry.missing(await load_spec(self.store, run_id, records))
+        if missing is not None:
+            raise missing
+        leases = self.runtime.leases
         sent = asyncio.get_running_loop().time()
-        claim = await inner.claim(self._worker_id, LEASE_TTL, run_id=run_id)
+        claim = await self._own.claim(
+            self._worker_id, leases.ttl, run_id=run_id, max_attempts=leases.max_attempts
+        )
         if claim is not None:
-            state = await execute_claim(inner, claim, self._services, claimed_at=sent)
-            return view_of(state)
-        state = await load_state(inner, run_id)
+            driven = await drive(self._own, claim, self.runtime, self._registry, claimed_at=sent)
+            if driven.state is not None:
+                return view_of(driven.state)
+            if driven.released and driven.error is not None:
+                raise driven.error
+        # Another worker holds the run (or took it from this attempt): follow it.
+        state = await load_state(self._own, run_id)
         while not state.ended and state.status != "waiting":
-            await inner.wait(run_id, state.last_seq, timeout=1.0)
-            state = fold_all(state, await inner.read(run_id, state.last_seq))
+            await self.store.wait(run_id, state.last_seq, timeout=1.0)
+            state = fold_all(state, await self.store.read(run_id, state.last_seq))
         return view_of(state)
 
 
 @asynccontextmanager
 async def session(
-    model: ModelClient,
+    model: ModelClient | None = None,
     *,
     tools: Iterable[ToolFunction] = (),
+    runtime: Runtime | None = None,
     store: Store | None = None,
     scope: Scope | None = None,
-    clock: Clock | None = None,
-    secrets: SecretResolver | None = None,
-    prices: PriceTable | None = None,
-    approval_rules: Mapping[str, ApprovalCheck] | None = None,
-    sandbox: Sandbox | None = None,
-    egress: EgressPolicy | None = None,
-    policy: Policy | None = None,
     blobs: BlobStore | None = None,
     blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
+    **options: Any,
 ) -> AsyncIterator[Session]:
     """Run agents in this process: ``async with session(model, tools=[...]) as s:``.
 
     Args:
-        model: the model client (`FakeModel` in tests, a real client in production).
+        model: the model client (`FakeModel` in tests, a real client in production), with
+            `tools`; or pass everything as one `runtime` instead.
         tools: the functions the session's agents may call, matched to `CodeTool` by name.
+        runtime: what runs execute with (`Runtime`: model, tools, secrets, prices, policy,
+            sandbox, egress, leases, ...), in place of `model` and `tools`.
         store: where runs are kept; a new `MemoryStore` when omitted.
         scope: who the session acts for; ``Scope(tenant="default")`` when omitted.
-        clock: where times come from; the system clock when omitted.
-        secrets: the secrets whose values must never be recorded: each value it knows, raw
-            or in a common encoding, is redacted from every record (the input, the model's
-            replies, tool arguments and results, signals, errors) before it enters the log.
-        prices: the app's own prices; a model call the provider did not price itself is
-            priced from them (source ``override``) when they know the model that served.
-        approval_rules: named approval rules for tools declared with
-            ``requires_approval="name"``; see `Worker`.
-        sandbox: where sandbox tools run (`SubprocessSandbox`, `NamespaceSandbox`, ...).
-        egress: which addresses http tools may reach (each tool only its URL's host);
-            public addresses only when omitted.
-        policy: what the session's scope may do and which tools its runs are offered;
-            `AllowAll` when omitted. `store` carries it to `status`, `report`, `approve`, ...
         blobs: where record bodies larger than `blob_threshold` bytes are kept (the store is
             wrapped in an `OffloadingStore`). With the default memory store, a
             `MemoryBlobStore` when omitted; with a store of yours, nothing is offloaded unless
             you pass one (or wrap the store yourself).
         blob_threshold: the largest body, in bytes of JSON, kept in the log itself.
+        **options: deprecated: the `Runtime`'s options one by one (``secrets=``,
+            ``prices=``, ``policy=``, ...), each with a `DeprecationWarning`.
+
+    The session's `store` carries the runtime's policy (`AllowAll` when it has none) to
+    `status`, `report`, `approve`, ...
     """
-    inner: Store = store if store is not None else MemoryStore()
+    chosen = _runtime_of(model, tools, runtime, options)
+    own: Store = store if store is not None else MemoryStore()
     if blobs is None and store is None:
         blobs = MemoryBlobStore()
     if blobs is not None:
-        inner = OffloadingStore(inner, blobs, threshold=blob_threshold)
-    await inner.migrate()
-    chosen = policy if policy is not None else AllowAll()
-    created = Session(
-        model=model,
-        tools=tools,
-        store=inner.scoped(scope or DEFAULT_SCOPE, policy=chosen),
-        clock=clock or SystemClock(),
-        secrets=secrets,
-        prices=prices,
-        approval_rules=approval_rules,
-        sandbox=sandbox,
-        egress=egress,
-        policy=chosen,
-    )
+        own = OffloadingStore(own, blobs, threshold=blob_threshold)
+    await own.migrate()
+    policy = chosen.policy if chosen.policy is not None else AllowAll()
+    created = Session(chosen, own.scoped(scope or DEFAULT_SCOPE, policy=policy), own)
     try:
         yield created
     finally:
         await created.aclose()
+
+
+def _runtime_of(
+    model: ModelClient | None,
+    tools: Iterable[ToolFunction],
+    runtime: Runtime | None,
+    options: dict[str, Any],
+) -> Runtime:
+    tools = tuple(tools)
+    if runtime is not None:
+        if model is not None or tools:
+            raise TypeError(
+                "session() takes a model and tools, or a runtime that has them, not both: "
+                "session(runtime=Runtime(model=..., tools=[...]))"
+            )
+        return runtime_of(runtime, options, "session()", stacklevel=5)
+    if model is None:
+        raise TypeError("session() needs a model: session(model, tools=[...])")
+    if options:
+        return runtime_of(
+            None, {"model": model, "tools": tools, **options}, "session()", stacklevel=5
+        )
+    return Runtime(model=model, tools=tools)

@@ -20,16 +20,14 @@ async def stream(
     policy does not allow ``read``.
     """
     authorize(store, "read", run_id, function="stream")
-    await store.run(run_id)
-    inner = store.store
     state = RunState.empty(run_id)
-    for record in await inner.read(run_id):
+    for record in await store.read(run_id):
         state = fold(state, record)
         if record.seq > after:
             yield record
     while not state.ended:
-        await inner.wait(run_id, state.last_seq, poll)
-        for record in await inner.read(run_id, state.last_seq):
+        await store.wait(run_id, state.last_seq, poll)
+        for record in await store.read(run_id, state.last_seq):
             state = fold(state, record)
             if record.seq > after:
                 yield record

@@ -14,22 +14,18 @@ from dataclasses import dataclass, field, replace
 
 from psych_core import (
     FINAL_STATUSES,
-    AttemptStarted,
     Conflict,
     DuplicateSignal,
     IdempotencyConflict,
     InboxEntry,
-    InboxPending,
     LeaseLost,
     Record,
-    RecordTooLarge,
     RunFinished,
     RunNotFound,
     Signal,
-    StoreError,
-    attempts_exhausted,
 )
 from psych_core.ports import (
+    AppendFence,
     AppendResult,
     Batch,
     Claim,
@@ -41,6 +37,15 @@ from psych_core.ports import (
     RunRow,
     Store,
     StoreLimits,
+    check_batch,
+    check_claim,
+    check_first_record,
+    check_ttl,
+    cursor_position,
+    exhausted_record,
+    judge_append,
+    page_of,
+    started_record,
 )
 
 NEVER_BEFORE = dt.datetime.min.replace(tzinfo=dt.UTC)
@@ -49,6 +54,11 @@ NEVER_BEFORE = dt.datetime.min.replace(tzinfo=dt.UTC)
 
 def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+def _fence(row: RunRow) -> AppendFence:
+    leased = row.lease_owner is not None and row.status not in FINAL_STATUSES
+    return AppendFence(row.attempt, row.next_seq, leased, row.inbox_last)
 
 
 @dataclass
@@ -84,11 +94,6 @@ class MemoryStore(Store):
             max_append_bytes=64 * 1024 * 1024,
         )
 
-    @property
-    def limits(self) -> StoreLimits:
-        """The largest record and batch this store accepts."""
-        return self._limits
-
     def __repr__(self) -> str:
         return f"MemoryStore(runs={len(self._runs)})"
 
@@ -106,13 +111,9 @@ class MemoryStore(Store):
                 return existing, False
         if run.run_id in self._runs:
             raise Conflict(run.run_id, 0)
-        if first.seq != 0 or first.run_id != run.run_id:
-            raise StoreError(
-                f"run {run.run_id}: the first record must be seq 0 of this run, not seq "
-                f"{first.seq} of run {first.run_id}"
-            )
-        text = first.model_dump_json()
-        self._check_size(run.run_id, 0, len(text.encode()))
+        checked = check_first_record(run, first, self._limits)
+        if checked.problem is not None:
+            raise checked.problem
         now = self._clock()
         self._order += 1
         row = RunRow(
@@ -133,7 +134,7 @@ class MemoryStore(Store):
             updated_at=now,
         )
         self._runs[run.run_id] = _Run(row, self._order, run.idempotency_key, run.request_hash)
-        self._runs[run.run_id].log.append(text)
+        self._runs[run.run_id].log.extend(checked.texts())
         if run.idempotency_key is not None:
             self._keys[(run.tenant, run.idempotency_key)] = run.run_id
         await self._notify()
@@ -141,40 +142,24 @@ class MemoryStore(Store):
 
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
         """Add a batch atomically; see `Store.append` for the checks and their order."""
-        run = self._get(run_id)
+        checked = check_batch(run_id, batch, self._limits)
+        run = self._runs.get(run_id)
+        fence = None if run is None else _fence(run.row)
+        first = batch.records[0].seq if batch.records else 0
+        done = judge_append(
+            run_id,
+            attempt,
+            batch,
+            checked.problem,
+            fence,
+            lambda: run is not None and run.batches.get(first) == (batch.batch_id, attempt),
+        )
+        if done is not None:
+            return AppendResult(done)
+        assert run is not None  # judge_append refuses a run that does not exist
         row = run.row
-        if attempt != row.attempt:
-            raise LeaseLost(run_id, attempt, row.attempt)
-        if not batch.records:
-            return AppendResult(row.inbox_last)
-        first = batch.records[0].seq
-        if first < row.next_seq and run.batches.get(first) == (batch.batch_id, attempt):
-            return AppendResult(row.inbox_last)
-        if row.status in FINAL_STATUSES or row.lease_owner is None:
-            raise LeaseLost(run_id, attempt, row.attempt)
-        if first != row.next_seq:
-            raise Conflict(run_id, first)
-        for offset, record in enumerate(batch.records):
-            if record.seq != first + offset or record.run_id != run_id:
-                raise StoreError(
-                    f"run {run_id}: batch {batch.batch_id} is not a contiguous run of this log "
-                    f"(record {offset} has run {record.run_id}, seq {record.seq})"
-                )
-        texts = [record.model_dump_json() for record in batch.records]
-        total = 0
-        for record, text in zip(batch.records, texts, strict=True):
-            size = len(text.encode())
-            self._check_size(run_id, record.seq, size)
-            total += size
-        if len(texts) > self._limits.max_append_records:
-            raise RecordTooLarge(
-                run_id, first, len(texts), self._limits.max_append_records, "batch record count"
-            )
-        if total > self._limits.max_append_bytes:
-            raise RecordTooLarge(run_id, first, total, self._limits.max_append_bytes, "batch")
+        texts = checked.texts()
         releases = batch.index.releases_lease
-        if releases and batch.inbox_seen < row.inbox_last:
-            raise InboxPending(run_id, batch.inbox_seen, row.inbox_last)
         now = self._clock()
         run.log.extend(texts)
         run.batches[first] = (batch.batch_id, attempt)
@@ -214,8 +199,7 @@ class MemoryStore(Store):
         max_attempts: int = 10,
     ) -> Claim | None:
         """Take the oldest claimable run; see `Store.claim`."""
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+        check_claim(ttl, max_attempts)
         now = self._clock()
         if run_id is None:
             candidates = list(self._runs.values())
@@ -246,13 +230,7 @@ class MemoryStore(Store):
         row = run.row
         attempt = row.attempt + 1
         expires = now + ttl
-        record = Record(
-            run_id=row.run_id,
-            seq=row.next_seq,
-            attempt=attempt,
-            at=now,
-            body=AttemptStarted(worker_id=worker_id),
-        )
+        record = started_record(row.run_id, row.next_seq, attempt, now, worker_id)
         run.log.append(record.model_dump_json())
         run.row = replace(
             row,
@@ -270,12 +248,8 @@ class MemoryStore(Store):
 
     def _exhaust(self, run: _Run, max_attempts: int, now: dt.datetime) -> None:
         row = run.row
-        record = Record(
-            run_id=row.run_id,
-            seq=row.next_seq,
-            attempt=row.attempt,
-            at=now,
-            body=attempts_exhausted(row.run_id, row.claims, max_attempts),
+        record = exhausted_record(
+            row.run_id, row.next_seq, row.attempt, now, row.claims, max_attempts
         )
         run.log.append(record.model_dump_json())
         run.row = replace(
@@ -291,6 +265,7 @@ class MemoryStore(Store):
 
     async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
         """Extend the lease of the current attempt."""
+        check_ttl(ttl)
         run = self._get(run_id)
         if run.row.attempt != attempt or run.row.lease_owner is None:
             raise LeaseLost(run_id, attempt, run.row.attempt)
@@ -357,7 +332,7 @@ class MemoryStore(Store):
 
     async def list_runs(self, tenant: str, query: RunQuery) -> Page[RunRow]:
         """The tenant's runs, newest first."""
-        before = int(query.cursor) if query.cursor else None
+        before = None if query.cursor is None else cursor_position(query.cursor)
         matching = [
             run
             for run in sorted(self._runs.values(), key=lambda r: r.order, reverse=True)
@@ -366,12 +341,7 @@ class MemoryStore(Store):
             and (query.status is None or run.row.status == query.status)
             and (query.parent_run_id is None or run.row.parent_run_id == query.parent_run_id)
         ]
-        page = matching[: query.limit]
-        more = len(matching) > query.limit
-        return Page(
-            items=tuple(run.row for run in page),
-            next_cursor=str(page[-1].order) if more and page else None,
-        )
+        return page_of(matching, query.limit, lambda run: run.row, lambda run: run.order)
 
     async def put_spec(self, version: str, spec_json: str) -> None:
         """Keep a spec's JSON under its version."""
@@ -433,10 +403,6 @@ class MemoryStore(Store):
         if run is None:
             raise RunNotFound(run_id)
         return run
-
-    def _check_size(self, run_id: str, seq: int, size: int) -> None:
-        if size > self._limits.max_record_bytes:
-            raise RecordTooLarge(run_id, seq, size, self._limits.max_record_bytes, "record")
 
     async def _notify(self) -> None:
         async with self._changed:

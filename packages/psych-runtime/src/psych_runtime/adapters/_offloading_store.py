@@ -29,7 +29,6 @@ from psych_core.ports import (
     RunQuery,
     RunRow,
     Store,
-    StoreLimits,
 )
 
 DEFAULT_BLOB_THRESHOLD = 64 * 1024
@@ -72,17 +71,19 @@ class OffloadingStore(Store):
         self.store = store
         self.blobs = blobs
         self.threshold = threshold
-        self._cutoff = max(0, min(threshold, store.limits.max_record_bytes - _ENVELOPE))
+        # The inner store's limits: offloaded records are far below them.
+        self._limits = store.limits
+        self._cutoff = max(0, min(threshold, self._limits.max_record_bytes - _ENVELOPE))
         self._tenants: OrderedDict[str, str] = OrderedDict()
-
-    @property
-    def limits(self) -> StoreLimits:
-        """The inner store's limits (offloaded records are far below them)."""
-        return self.store.limits
 
     async def migrate(self) -> None:
         """Migrate the inner store."""
         await self.store.migrate()
+
+    async def close(self) -> None:
+        """Close the inner store: the wrapper stands for it everywhere. The blob store is
+        the caller's to close."""
+        await self.store.close()
 
     async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]:
         """See `Store.create_run`; a large input is kept as a blob."""

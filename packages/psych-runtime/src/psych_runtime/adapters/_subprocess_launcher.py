@@ -3,11 +3,13 @@
 It runs as ``python -I -S -B _subprocess_launcher.py CONFIG`` in a new session, and:
 
 1. makes itself a *child subreaper*, so every process the program leaves behind (even one that
-   called ``setsid`` to leave the process group) is re-parented to it instead of to init;
-2. forks the program's process, which sets the rlimits, drops to the configured user, sets
-   no-new-privileges, reports what it set up on the status pipe, and waits on the go pipe;
-3. execs the program only when the parent, having graded the setup, writes ``g``;
-4. when the program's process ends (or on SIGTERM, the parent's wall-time stop), kills every
+   called ``setsid`` to leave the process group) is re-parented to it instead of to init, and
+   sets no-new-privileges, which every process it starts inherits;
+2. forks the program's process, which execs the adapter kit's prepare script (CONFIG's
+   ``prepare``): it sets the rlimits, drops to the configured user, reports what it set up on
+   the status pipe, waits on the go pipe, and execs the program when the parent, having graded
+   the setup, writes ``g``;
+3. when the program's process ends (or on SIGTERM, the parent's wall-time stop), kills every
    process left under it, until none is, and reports the exit status and whether the cleanup
    finished on the status pipe.
 
@@ -19,7 +21,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import resource
 import signal
 import sys
 import time
@@ -44,62 +45,6 @@ def _prctl(option: int, arg: int) -> bool:
 
 def _report(fd: int, event: dict[str, Any]) -> None:
     os.write(fd, (json.dumps(event) + "\n").encode())
-
-
-def _status_fields() -> dict[str, str]:
-    fields: dict[str, str] = {}
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                key, _, value = line.partition(":")
-                fields[key] = value.strip()
-    except OSError:
-        pass
-    return fields
-
-
-def _child(config: dict[str, Any], status_fd: int, go_fd: int) -> None:
-    setup: dict[str, str] = {}
-    for name, (soft, hard) in config["rlimits"].items():
-        try:
-            resource.setrlimit(getattr(resource, name), (soft, hard))
-            setup[name] = "ok"
-        except (ValueError, OSError, AttributeError) as exc:
-            setup[name] = f"failed: {exc}"
-    user_error = None
-    if config["user"] is not None:
-        uid, gid = config["user"]
-        try:
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-        except OSError as exc:
-            user_error = f"could not switch to uid {uid}: {exc}"
-    no_new_privs = _prctl(PR_SET_NO_NEW_PRIVS, 1)
-    fields = _status_fields()
-    _report(
-        status_fd,
-        {
-            "event": "child",
-            "rlimits": setup,
-            "user_error": user_error,
-            "uid": os.getuid(),
-            "euid": os.geteuid(),
-            "cap_eff": fields.get("CapEff"),
-            "no_new_privs": no_new_privs and fields.get("NoNewPrivs") == "1",
-        },
-    )
-    os.close(status_fd)
-    go = os.read(go_fd, 1)
-    os.close(go_fd)
-    if go != b"g":
-        os._exit(125)
-    argv = config["argv"]
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as exc:
-        os.write(2, f"psych sandbox: cannot run {argv[0]!r}: {exc.strerror}\n".encode())
-        os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
 
 
 def _children(me: int) -> list[int]:
@@ -161,6 +106,8 @@ def main() -> None:
     status_fd: int = config["status_fd"]
     go_fd: int = config["go_fd"]
     subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # Not reported here: the prepared process reports whether it holds (and so the program).
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _report(status_fd, {"event": "launcher", "subreaper": subreaper, "pid": os.getpid()})
 
     def stop(signum: int, frame: object) -> None:
@@ -171,7 +118,8 @@ def main() -> None:
     if main_pid == 0:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         try:
-            _child(config, status_fd, go_fd)
+            program = {**config["program"], "status_fd": status_fd, "go_fd": go_fd}
+            os.execv(config["prepare"][0], [*config["prepare"], json.dumps(program)])
         finally:
             os._exit(126)
     os.close(go_fd)

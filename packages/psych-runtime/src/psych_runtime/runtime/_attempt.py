@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from pydantic_core import PydanticSerializationError
 
@@ -19,25 +20,16 @@ from psych_core import (
     Batch,
     Body,
     CallModel,
-    CancelRun,
     ChildEnded,
     ChildStarted,
     CollectChildren,
-    Complete,
-    DenyCalls,
-    Fail,
     Finished,
-    FinishResumed,
     InboxPending,
     ModelCallFinished,
-    ModelClient,
     Notify,
-    Policy,
     Record,
     RecordTooLarge,
-    RejectOutput,
     RenewResult,
-    RetryCalls,
     RunCalls,
     RunCancelled,
     RunCompleted,
@@ -45,14 +37,8 @@ from psych_core import (
     RunIndex,
     RunState,
     RunSuspended,
-    Scope,
-    SecretResolver,
-    SettleCalls,
-    StartApproved,
-    StartCalls,
     Store,
     StoreUnavailable,
-    Suspend,
     ToolCall,
     ToolCallFailed,
     ToolCallFinished,
@@ -65,7 +51,6 @@ from psych_core import (
 )
 from psych_core import Cancel as CancelSignal
 from psych_runtime.model import (
-    PriceTable,
     build_request,
     failure_record,
     failure_records,
@@ -74,8 +59,8 @@ from psych_runtime.model import (
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._batches import failed_reply, instead, parts, unrecordable
 from psych_runtime.runtime._children import collect_child, start_child
-from psych_runtime.runtime._clock import Clock
-from psych_runtime.runtime._decide import SETTLED_BY_CANCEL, ApprovalCheck, decide
+from psych_runtime.runtime._config import Runtime
+from psych_runtime.runtime._decide import SETTLED_BY_CANCEL, decide
 from psych_runtime.runtime._faults import reach
 from psych_runtime.runtime._lease import Lease
 from psych_runtime.tools import (
@@ -107,44 +92,35 @@ class Attempt:
         self,
         *,
         store: Store,
-        lease: Lease | None = None,
         state: RunState,
-        scope: Scope,
-        model: ModelClient,
-        tools: ToolRegistry,
-        clock: Clock,
+        runtime: Runtime,
+        registry: ToolRegistry,
+        lease: Lease | None = None,
         should_stop: Callable[[], bool] = lambda: False,
         resend_for: float = 10.0,
-        secrets: SecretResolver | None = None,
-        prices: PriceTable | None = None,
-        approval_rules: Mapping[str, ApprovalCheck] | None = None,
-        cancel_grace: float = 10.0,
-        policy: Policy | None = None,
     ) -> None:
-        if state.spec is None:
+        if state.spec is None or state.admitted is None:
             raise ValueError(f"run {state.run_id}: an attempt needs the state folded with its spec")
         self.store = store
         self.lease = lease
         self.state = state
-        self.scope = scope
-        self.model = model
-        self.tools = tools
-        self.clock = clock
+        self.runtime = runtime
+        self.scope = state.admitted.scope
+        self.model = runtime.model
+        self.tools = registry
+        self.clock = runtime.clock
         self.stopped = False
         self._should_stop = should_stop
         self._resend_for = resend_for
         self._staged: list[Record] = []
         self._committed = state
         self._commit_lock = asyncio.Lock()
-        self._rules = approval_rules or {}
-        self._grace = cancel_grace
+        self._validated: dict[str, dict[str, Any]] = {}
         self.inbox_last = 0
         self._heard = asyncio.Event()
         # Known secret values are redacted from every body before it is folded or recorded;
         # the app's prices re-price model calls the provider did not price.
-        self._redactor = Redactor(secrets)
-        self._prices = prices
-        self._policy = policy
+        self._redactor = Redactor(runtime.secrets)
         self._resolved: Mapping[str, ResolvedTool] = self._resolve()
 
     async def run(self) -> RunState:
@@ -157,7 +133,7 @@ class Attempt:
         while True:
             if self.inbox_last > self.state.inbox_seen:
                 await self._move_inbox()
-            action = next_action(self.state)
+            action = next_action(self.state, self.clock.now())
             match action:
                 case Finished():
                     await self._commit()
@@ -185,21 +161,10 @@ class Attempt:
                         continue
                     for child in children:
                         self._stage(await collect_child(self.store, child))
-                case (
-                    StartCalls()
-                    | StartApproved()
-                    | DenyCalls()
-                    | FinishResumed()
-                    | RetryCalls()
-                    | SettleCalls()
-                    | Suspend()
-                    | CancelRun()
-                    | RejectOutput()
-                    | Complete()
-                    | Fail()
-                ):
-                    now = self.clock.now()
-                    self._stage(decide(action, self._resolved, rules=self._rules, now=now))
+                case _:
+                    rules = self.runtime.approval_rules
+                    bodies = decide(action, self._resolved, rules=rules, validated=self._validated)
+                    self._stage(bodies)
 
     async def _ensure_lease_for(self, calls: tuple[ToolCall, ...]) -> None:
         """Before the starts of unsafe calls are committed: the lease must outlast them, so
@@ -222,7 +187,7 @@ class Attempt:
         assert self.state.spec is not None
         admitted = self.state.admitted
         allowed = admitted.allowed_tools if admitted is not None else None
-        return self.tools.resolve(self.state.spec, self.scope, self._policy, allowed)
+        return self.tools.resolve(self.state.spec, self.scope, self.runtime.policy, allowed)
 
     async def _start_child(self, call: ToolCall, tool: ResolvedTool, text: str) -> Body:
         assert isinstance(tool.ref, AgentTool)
@@ -424,7 +389,7 @@ class Attempt:
         # Attempts that failed before one served are recorded first, in the same append.
         failed = [failure_record(failure) for failure in response.failures]
         seq = self.state.next_seq + len(failed)
-        return [*failed, finished_record(response, seq, self._prices)]
+        return [*failed, finished_record(response, seq, self.runtime.prices)]
 
     async def _run_calls(self, calls: tuple[ToolCall, ...]) -> None:
         async def run_one(call: ToolCall) -> None:
@@ -460,14 +425,15 @@ class Attempt:
 
     async def _cancel_in_flight(self, tasks: dict[asyncio.Task[None], ToolCall]) -> None:
         """Cancel arrived while calls run: give them the grace period, then settle the rest."""
+        grace = self.runtime.cancel_grace
         running = [task for task in tasks if not task.done()]
         if running:
-            await asyncio.wait(running, timeout=self._grace)
+            await asyncio.wait(running, timeout=grace)
         async with self._commit_lock:
             cut = [tasks[task] for task in tasks if not task.done()]
             for task in tasks:
                 task.cancel()
-            note = f"{SETTLED_BY_CANCEL}, past the {self._grace:g} s grace period"
+            note = f"{SETTLED_BY_CANCEL}, past the {grace:g} s grace period"
             self._stage([ToolCallSettled(call_id=call.call_id, note=note) for call in cut])
             await self._commit()
 
@@ -481,12 +447,17 @@ class Attempt:
                 reason="unknown_tool",
                 error=f"tool {call.name!r} is not available to this worker",
             )
-        current = self.state.call(call.call_id)
-        text = current.effective_arguments if current is not None else call.arguments
-        try:
-            arguments = tool.validate(text)
-        except InvalidArguments as exc:
-            return ToolCallFailed(call_id=call.call_id, reason="invalid_arguments", error=str(exc))
+        # Validated when the start was decided; an attempt that took over a started call (a safe
+        # one, run again) validates it here.
+        arguments = self._validated.pop(call.call_id, None)
+        if arguments is None:
+            current = self.state.call(call.call_id)
+            text = current.effective_arguments if current is not None else call.arguments
+            try:
+                arguments = tool.validate(text)
+            except InvalidArguments as exc:
+                error = str(exc)
+                return ToolCallFailed(call_id=call.call_id, reason="invalid_arguments", error=error)
         context = ToolContext(
             run_id=self.state.run_id,
             call_id=call.call_id,
@@ -494,6 +465,7 @@ class Attempt:
             attempt=self.state.attempt,
             idempotency_key=f"{self.state.run_id}:{call.call_id}",
             scope=self.scope,
+            runtime=self.runtime,
         )
         if tool.function is None:
             return await self._start_child(call, tool, arguments["input"])

@@ -16,9 +16,6 @@ from psych_core import (
     CallState,
     ChildFinished,
     Conflict,
-    NewRun,
-    Record,
-    RunAdmitted,
     RunState,
     Store,
     ToolCall,
@@ -26,6 +23,7 @@ from psych_core import (
     ToolCallFinished,
 )
 from psych_runtime.model.egress import Redactor
+from psych_runtime.runtime._admission import Parent, admit
 from psych_runtime.runtime._clock import Clock
 from psych_runtime.runtime._execute_state import load_state
 
@@ -51,36 +49,19 @@ async def start_child(
     the attempt writes does.
     """
     assert parent.admitted is not None
-    spec = ref.spec
-    await store.put_spec(spec.version, spec.canonical_json())
     run_id = child_run_id(parent.run_id, call.call_id)
-    first = Record(
-        run_id=run_id,
-        seq=0,
-        attempt=0,
-        at=clock.now(),
-        body=(redactor or Redactor()).body(
-            RunAdmitted(
-                agent=spec.name,
-                spec_version=spec.version,
-                input=text,
-                scope=parent.admitted.scope,
-                parent_run_id=parent.run_id,
-                parent_call_id=call.call_id,
-                allowed_tools=allowed,
-            )
-        ),
-    )
-    new = NewRun(
-        run_id=run_id,
-        tenant=parent.admitted.scope.tenant,
-        agent=spec.name,
-        spec_version=spec.version,
-        parent_run_id=parent.run_id,
-    )
     # Conflict: created by an attempt that died before recording it, so it is the same child.
     with contextlib.suppress(Conflict):
-        await store.create_run(new, first)
+        await admit(
+            store,
+            ref.spec,
+            text,
+            run_id=run_id,
+            scope=parent.admitted.scope,
+            at=clock.now(),
+            redactor=redactor or Redactor(),
+            parent=Parent(parent.run_id, call.call_id, allowed),
+        )
     return run_id
 
 

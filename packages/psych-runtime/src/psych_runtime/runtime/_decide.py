@@ -1,10 +1,14 @@
-"""Turning the reducer's decisions into record bodies. No effects happen here."""
+"""Turning the reducer's decisions into record bodies. No effects happen here.
+
+The decisions themselves are the core's (`psych_core.Decision`, made by `next_action`); this
+module only writes them down, with what needs the tools resolved for this turn (validating a
+call's arguments, asking an approval rule).
+"""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from psych_core import (
@@ -15,6 +19,7 @@ from psych_core import (
     CallState,
     CancelRun,
     Complete,
+    Decision,
     DenyCalls,
     Fail,
     FinishResumed,
@@ -29,6 +34,7 @@ from psych_core import (
     StartApproved,
     StartCalls,
     Suspend,
+    TimeOutWaits,
     ToolCall,
     ToolCallFailed,
     ToolCallFinished,
@@ -36,20 +42,6 @@ from psych_core import (
     ToolCallStarted,
 )
 from psych_runtime.tools import InvalidArguments, ResolvedTool
-
-Decision = (
-    StartCalls
-    | StartApproved
-    | DenyCalls
-    | FinishResumed
-    | RetryCalls
-    | SettleCalls
-    | Suspend
-    | CancelRun
-    | RejectOutput
-    | Complete
-    | Fail
-)
 
 ApprovalCheck = Callable[[dict[str, Any]], bool]
 """A named approval rule a worker registers: True when the call's arguments need approval."""
@@ -63,14 +55,18 @@ def decide(
     tools: Mapping[str, ResolvedTool],
     *,
     rules: Mapping[str, ApprovalCheck],
-    now: dt.datetime,
+    validated: MutableMapping[str, dict[str, Any]],
 ) -> list[Body]:
-    """The records that carry out `decision`, given the tools resolved for this turn."""
+    """The records that carry out `decision`, given the tools resolved for this turn.
+
+    The arguments of each call it starts are validated here, once: their parsed form is put in
+    `validated` under the call id, for the attempt to run the call with.
+    """
     match decision:
         case StartCalls(calls):
-            return [_start_or_refuse(call, tools, rules) for call in calls]
+            return [_start_or_refuse(call, tools, rules, validated) for call in calls]
         case StartApproved(calls):
-            return [_start_approved(state, tools) for state in calls]
+            return [_start_approved(state, tools, validated) for state in calls]
         case DenyCalls(calls):
             return [
                 ToolCallFailed(
@@ -84,10 +80,9 @@ def decide(
             return [ToolCallStarted(call_id=call.call_id, name=call.name) for call in calls]
         case SettleCalls(calls):
             return [ToolCallSettled(call_id=call.call_id, note=SETTLED_BY_CRASH) for call in calls]
+        case TimeOutWaits(calls):
+            return [_timed_out_wait(c) for c in calls]
         case Suspend(reason, calls, due_at):
-            expired = [c for c in calls if c.due_at is not None and c.due_at <= now]
-            if expired:
-                return [_timed_out_wait(c) for c in expired]
             ids = tuple(c.call.call_id for c in calls)
             return [RunSuspended(reason=reason, due_at=due_at, calls=ids)]
         case CancelRun(reason, never_began, began):
@@ -132,7 +127,10 @@ def approval_needed(
 
 
 def _start_or_refuse(
-    call: ToolCall, tools: Mapping[str, ResolvedTool], rules: Mapping[str, ApprovalCheck]
+    call: ToolCall,
+    tools: Mapping[str, ResolvedTool],
+    rules: Mapping[str, ApprovalCheck],
+    validated: MutableMapping[str, dict[str, Any]],
 ) -> Body:
     tool = tools.get(call.name)
     if tool is None:
@@ -143,13 +141,14 @@ def _start_or_refuse(
             error=f"there is no tool named {call.name!r} (available: {offered})",
         )
     try:
-        tool.validate(call.arguments)
+        arguments = tool.validate(call.arguments)
     except InvalidArguments as exc:
         return ToolCallFailed(
             call_id=call.call_id,
             reason="invalid_arguments",
             error=f"invalid arguments for tool {call.name!r}: {exc}",
         )
+    validated[call.call_id] = arguments
     if tool.ref.requires_approval is not False:
         raw = json.loads(call.arguments) if call.arguments.strip() else {}
         why = approval_needed(tool.ref.requires_approval, raw, rules)
@@ -158,7 +157,11 @@ def _start_or_refuse(
     return ToolCallStarted(call_id=call.call_id, name=call.name)
 
 
-def _start_approved(state: CallState, tools: Mapping[str, ResolvedTool]) -> Body:
+def _start_approved(
+    state: CallState,
+    tools: Mapping[str, ResolvedTool],
+    validated: MutableMapping[str, dict[str, Any]],
+) -> Body:
     call = state.call
     tool = tools.get(call.name)
     if tool is None:
@@ -169,7 +172,7 @@ def _start_approved(state: CallState, tools: Mapping[str, ResolvedTool]) -> Body
         )
     if state.arguments is not None:
         try:
-            tool.validate(state.arguments)
+            validated[call.call_id] = tool.validate(state.arguments)
         except InvalidArguments as exc:
             return ToolCallFailed(
                 call_id=call.call_id,

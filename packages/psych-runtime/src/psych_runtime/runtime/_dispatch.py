@@ -1,17 +1,10 @@
-"""Admission: validate, save, return the run id at once."""
+"""`dispatch`: admit a run for a scope and return its id at once."""
 
 from __future__ import annotations
 
-from psych_core import (
-    AgentSpec,
-    NewRun,
-    Record,
-    RunAdmitted,
-    ScopedStore,
-    SecretResolver,
-    version_of,
-)
+from psych_core import AgentSpec, ScopedStore, SecretResolver
 from psych_runtime.model.egress import Redactor
+from psych_runtime.runtime._admission import admit
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._ids import new_run_id
 from psych_runtime.runtime._scoped import authorize
@@ -38,27 +31,14 @@ async def dispatch(
     """
     authorize(store, "dispatch", spec.name, function="dispatch")
     now = (clock or SystemClock()).now()
-    version = spec.version
-    await store.store.put_spec(version, spec.canonical_json())
-    run_id = new_run_id(now)
-    first = Record(
-        run_id=run_id,
-        seq=0,
-        attempt=0,
+    admitted_id, _created = await admit(
+        store,
+        spec,
+        input,
+        run_id=new_run_id(now),
+        scope=store.scope,
         at=now,
-        body=Redactor(secrets).body(
-            RunAdmitted(agent=spec.name, spec_version=version, input=input, scope=store.scope)
-        ),
-    )
-    # The hash is of the input as sent: the same request with another secret in it is another
-    # request, and a resolver that learns a value later must not change the hash.
-    new = NewRun(
-        run_id=run_id,
-        tenant=store.tenant,
-        agent=spec.name,
-        spec_version=version,
+        redactor=Redactor(secrets),
         idempotency_key=idempotency_key,
-        request_hash=version_of({"spec": version, "input": input}) if idempotency_key else None,
     )
-    admitted_id, _created = await store.store.create_run(new, first)
     return admitted_id

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from psych_core import AgentSpec, FoldError, Record, RunAdmitted, RunState, Store, fold_all
+from psych_core import (
+    AgentSpec,
+    FoldError,
+    Record,
+    RunAdmitted,
+    RunState,
+    ScopedStore,
+    Store,
+    fold_all,
+)
 
 
-async def load_spec(store: Store, run_id: str, records: Sequence[Record]) -> AgentSpec:
+async def load_spec(
+    store: Store | ScopedStore, run_id: str, records: Sequence[Record]
+) -> AgentSpec:
     """The spec the run was admitted with (named by its first record), from the store."""
     admitted = records[0].body if records else None
     if not isinstance(admitted, RunAdmitted):

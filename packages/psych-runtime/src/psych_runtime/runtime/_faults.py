@@ -1,10 +1,8 @@
-"""Named fault-injection points: a test arms one in a worker process to make it die there.
+"""Named points in an attempt where a test may act: the runtime calls `reach(name)` there.
 
-A point is armed by name, in the process itself (`arm`) or through the environment variable
-``PSYCH_FAULTS`` that a test sets when it starts a worker process, e.g.
-``PSYCH_FAULTS="after_commit:tool_call_started@3"``: the third time the point is reached, the
-process kills itself with SIGKILL, exactly like ``kill -9`` from outside: no cleanup, no
-``finally`` blocks, no lease release.
+Production code only names the points; what happens at one is a hook that tests install
+through `psych_runtime.testing.faults` (for example, dying with SIGKILL exactly there, as
+``kill -9`` from outside would). With no hook installed, `reach` does nothing.
 
 The points:
 
@@ -18,8 +16,7 @@ The points:
 
 from __future__ import annotations
 
-import os
-import signal
+from collections.abc import Callable
 
 POINTS = (
     "after_claim",
@@ -32,42 +29,22 @@ POINTS = (
     "after_commit:tool_call_settled",
     "after_commit:run_completed",
 )
-"""The points a test can arm (``after_commit:`` takes any record type)."""
+"""The points a test can act at (``after_commit:`` takes any record type)."""
 
-_armed: dict[str, int] = {}
+FaultHook = Callable[[str], None]
+"""Called with the point's name each time the runtime reaches one."""
 
-
-def _parse(spec: str) -> dict[str, int]:
-    armed: dict[str, int] = {}
-    for item in filter(None, (part.strip() for part in spec.split(","))):
-        name, _, count = item.partition("@")
-        armed[name] = int(count) if count else 1
-    return armed
+_hook: FaultHook | None = None
 
 
-def arm(name: str, hit: int = 1) -> None:
-    """Make this process kill itself the `hit`-th time it reaches point `name`."""
-    if not (name in POINTS or name.startswith("after_commit:")):
-        raise ValueError(f"unknown fault point {name!r}; known: {', '.join(POINTS)}")
-    _armed[name] = hit
-
-
-def disarm() -> None:
-    """Disarm every point."""
-    _armed.clear()
+def install(hook: FaultHook | None) -> FaultHook | None:
+    """Make `hook` the one called at every point (None: nothing); returns the previous one."""
+    global _hook
+    previous, _hook = _hook, hook
+    return previous
 
 
 def reach(name: str) -> None:
-    """Called by the runtime at point `name`: dies there if the point is armed."""
-    if not _armed:
-        return
-    remaining = _armed.get(name)
-    if remaining is None:
-        return
-    if remaining > 1:
-        _armed[name] = remaining - 1
-        return
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-_armed.update(_parse(os.environ.get("PSYCH_FAULTS", "")))
+    """Called by the runtime at point `name`."""
+    if _hook is not None:
+        _hook(name)

@@ -102,8 +102,9 @@ class Lease:
         return half if timeout is None else min(timeout, half)
 
 
-async def with_lease[T](lease: Lease, work: Awaitable[T]) -> T:
-    """Await `work` while renewing `lease` every third of its length.
+async def with_lease[T](lease: Lease, work: Awaitable[T], *, every: float | None = None) -> T:
+    """Await `work` while renewing `lease` every `every` seconds (a third of its length when
+    None).
 
     When a renewal says the lease is lost, `work` is cancelled at once (it appends nothing
     more) and `LeaseLost` is raised. A store that cannot be reached is tried again at the next
@@ -111,7 +112,7 @@ async def with_lease[T](lease: Lease, work: Awaitable[T]) -> T:
     `LeaseExpired` is raised: another attempt may hold the run by then.
     """
     task = asyncio.ensure_future(work)
-    interval = lease.ttl / 3
+    interval = every if every is not None else lease.ttl / 3
     lost: LeaseLost | None = None
 
     async def beat() -> None:

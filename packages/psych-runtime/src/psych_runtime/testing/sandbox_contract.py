@@ -5,12 +5,14 @@ Subclass `SandboxContract` in a test module, fill in the hooks, and pytest runs 
     class TestMySandbox(SandboxContract):
         level = "kernel"
         enforces = GUARANTEES  # what this backend enforces on this host
+        setup_fault = "memory_limited"  # what it can make fail on demand
 
         def create_sandbox(self) -> Sandbox:
             return MySandbox()
 
-        def create_sandbox_with_failing_setup(self) -> tuple[Sandbox, Guarantee]:
-            return MySandbox(inject_setup_failure="memory_limited"), "memory_limited"
+The setup-failure tests run the backend inside `sandbox_faults.failing_setup(setup_fault)`:
+the backend must then make that guarantee's setup really fail (it asks
+``psych_adapter_kit.SETUP_FAULTS.wanted(name, can_fail)`` at the start of each run).
 
 Each escape test tries the escape for real (read the host's ``/etc/shadow`` and a file the test
 planted, write outside the scratch, connect to a listener on 127.0.0.1, a fork bomb, a memory
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -50,6 +53,7 @@ from psych_core import (
     IsolationLevel,
     Sandbox,
 )
+from psych_runtime.testing.sandbox_faults import failing_setup
 
 BOMB_PROCESSES = 200
 """How many processes the fork bomb tries to start: the bound if the limit fails."""
@@ -128,12 +132,18 @@ class SandboxContract:
             f"{type(self).__name__} must override `def create_sandbox(self) -> Sandbox`"
         )
 
-    def create_sandbox_with_failing_setup(self) -> tuple[Sandbox, Guarantee]:
-        """Return a backend whose setup of one guarantee will really fail at run time (through
-        its fault-injection hook), and that guarantee. Override this."""
-        raise NotImplementedError(
-            f"{type(self).__name__} must override `create_sandbox_with_failing_setup`"
-        )
+    setup_fault: ClassVar[Guarantee | None] = None
+    """A guarantee this backend enforces, and whose setup it makes really fail at run time
+    while `psych_runtime.testing.sandbox_faults.failing_setup` arms it. Set this."""
+
+    def failing(self) -> Guarantee:
+        """`setup_fault`, which a subclass must set."""
+        if self.setup_fault is None:
+            pytest.fail(
+                f"{type(self).__name__} must set `setup_fault` to a guarantee its backend "
+                "makes really fail under psych_runtime.testing.sandbox_faults.failing_setup"
+            )
+        return self.setup_fault
 
     # -- fixtures and helpers --------------------------------------------------------------
 
@@ -268,17 +278,34 @@ class SandboxContract:
         assert result.withheld is None, result.withheld
         assert result.stdout == b"kept\n"
 
-    async def test_a_setup_failure_withholds_the_output(self, host_dir: Path) -> None:
-        sandbox, guarantee = self.create_sandbox_with_failing_setup()
+    async def test_a_setup_failure_withholds_the_output(self, sandbox: Sandbox) -> None:
+        guarantee = self.failing()
         request = self.sh("echo SECRET-OUTPUT; echo SECRET-ERR >&2", require=(guarantee,))
-        sandbox.check(request)  # the failure is only found at run time
-        result = await sandbox.run(request)
+        with failing_setup(guarantee):
+            sandbox.check(request)  # the failure is only found at run time
+            result = await sandbox.run(request)
         self.assert_graded(result)
         assert result.grades[guarantee] != "enforced"
         assert result.withheld is not None
         assert guarantee in result.withheld
         assert (result.stdout, result.stderr) == (b"", b"")
         assert (result.exit_code, result.signal) == (None, None)
+
+    async def test_a_setup_failure_ends_with_its_block(self, sandbox: Sandbox) -> None:
+        guarantee = self.failing()
+        request = self.sh("echo kept", require=(guarantee,))
+        with failing_setup(guarantee):
+            await sandbox.run(request)
+        result = await sandbox.run(request)
+        assert result.withheld is None, result.withheld
+        assert result.grades[guarantee] == "enforced", result.reasons.get(guarantee)
+        assert result.stdout == b"kept\n"
+
+    async def test_a_setup_failure_it_cannot_make_is_an_error(self, sandbox: Sandbox) -> None:
+        candidates: tuple[Guarantee, ...] = ("reads_confined", "output_limited")
+        cannot = next(g for g in candidates if g != self.failing())
+        with failing_setup(cannot), pytest.raises(ValueError, match=re.escape(sandbox.name)):
+            await sandbox.run(self.sh("echo never"))
 
     # -- escapes ---------------------------------------------------------------------------
 

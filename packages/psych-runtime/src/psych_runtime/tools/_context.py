@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from psych_core import Scope
 
@@ -19,6 +20,8 @@ class ToolContext:
         idempotency_key: ``"{run_id}:{call_id}"``, equal on every attempt, so a tool whose
             outcome was settled ``unknown`` can be asked again safely by a careful implementation.
         scope: who the run is for.
+        runtime: the `Runtime` the worker or session runs with: an app that subclasses it
+            to carry options of its own (a connection pool, a region) reads them here.
     """
 
     run_id: str
@@ -27,3 +30,5 @@ class ToolContext:
     attempt: int
     idempotency_key: str
     scope: Scope
+    # Typed loosely on purpose: tools sit below the runtime layer and cannot name its type.
+    runtime: Any = None

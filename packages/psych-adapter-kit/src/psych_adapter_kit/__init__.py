@@ -1,0 +1,48 @@
+"""The IO pieces Psych Runtime's adapters share (stdlib and psych_core only).
+
+For sandbox backends (`SubprocessSandbox`, `NamespaceSandbox`, `DockerSandbox`), each piece
+saying who releases what:
+
+- `scratch_folder`: a private folder holding a request's files; removed when the block ends.
+- `Supervisor`: a supervisor script started in a process group of its own, with a status pipe
+  and a go pipe; leaving the block closes the pipes and kills and reaps what still runs.
+  `PREPARE_SCRIPT` is the script that prepares a program's process (cgroups, rlimits, user)
+  and execs the program; `python_command` is how such a script is run.
+- `ProgramStreams` and `read_capped`: a program's stdin fed and its output read into an
+  `ExecTally`, each output kept up to a cap; leaving the block cancels what still reads.
+- `SETUP_FAULTS` (a `SetupFaultHook`): where a backend asks whether a test wants one
+  guarantee's setup to really fail; only `psych_runtime.testing.sandbox_faults` arms it.
+
+For store backends (`SQLiteStore`, `MySQLStore`, `DynamoDBStore`; `PostgresStore` while it
+cannot listen):
+
+- `poll_until` with a `Backoff`: `Store.wait` by asking again, pauses doubling up to a
+  ceiling; nothing is held between asks.
+
+The pure pieces (the grade accumulator `ExecTally`, `withhold_unmet`; the stores' batch and
+claim checks, `check_batch`, `judge_append`, `check_claim`) are in `psych_core`.
+"""
+
+from psych_adapter_kit._capped_reader import ProgramStreams, read_capped
+from psych_adapter_kit._launcher import PREPARE_SCRIPT, Supervisor, python_command
+from psych_adapter_kit._polling import Backoff, poll_until
+from psych_adapter_kit._scratch import scratch_folder
+from psych_adapter_kit._setup_faults import SETUP_FAULTS, SetupFaultHook
+
+__all__ = [
+    "Backoff",
+    "PREPARE_SCRIPT",
+    "ProgramStreams",
+    "SETUP_FAULTS",
+    "SetupFaultHook",
+    "Supervisor",
+    "poll_until",
+    "python_command",
+    "read_capped",
+    "scratch_folder",
+]
+
+Backoff.__module__ = __name__
+ProgramStreams.__module__ = __name__
+SetupFaultHook.__module__ = __name__
+Supervisor.__module__ = __name__

@@ -1,0 +1,120 @@
+"""The ports: what an adapter implements, and the types it reads and returns.
+
+Each port's docstring states its contract (atomicity, ordering, what each error means, who
+releases what); the adapters in the box implement them and are exported at the top of
+`psych_runtime`:
+
+    port            in the box                              contract suite (psych_runtime.testing)
+    Store           MemoryStore; OffloadingStore wraps one  store_contract.StoreContract
+    BlobStore       MemoryBlobStore, FileBlobStore          blob_contract.BlobStoreContract
+    ModelClient     OpenAIChatClient; FakeModel in testing
+    Sandbox         SubprocessSandbox                       sandbox_contract.SandboxContract
+    SecretResolver  EnvSecretResolver
+    Policy          AllowAll
+    Clock           SystemClock
+
+An app that only runs agents needs none of this: it hands an adapter to `session`, `dispatch`
+or `Worker` and calls the functions at the top. Write against this module to add a store, a
+model provider (sending through `Egress`, the one way out to the network), a sandbox backend,
+a secret store or a policy:
+
+    from psych_runtime.ports import Batch, Store
+"""
+
+from psych_core import (
+    GUARANTEES,
+    AppendResult,
+    AssistantMessage,
+    Batch,
+    BlobStore,
+    Claim,
+    ExecLimits,
+    ExecRequest,
+    ExecResult,
+    Grade,
+    Guarantee,
+    InboxEntry,
+    IsolationLevel,
+    LimitName,
+    Message,
+    ModelClient,
+    ModelFailure,
+    ModelRequest,
+    ModelResponse,
+    ModelToolCall,
+    Network,
+    NewRun,
+    Notify,
+    Page,
+    Policy,
+    PolicyAction,
+    RenewResult,
+    RunIndex,
+    RunRow,
+    Sandbox,
+    SecretResolver,
+    Store,
+    StoreLimits,
+    ToolCall,
+    ToolDefinition,
+    ToolResultMessage,
+    UserMessage,
+    level_reached,
+    withhold_unmet,
+)
+from psych_runtime import _claim
+from psych_runtime.model.egress import Egress, EgressResponse
+from psych_runtime.runtime import Clock
+
+__all__ = [
+    # the store port
+    "Store",
+    "StoreLimits",
+    "NewRun",
+    "Batch",
+    "RunIndex",
+    "Notify",
+    "AppendResult",
+    "Claim",
+    "RenewResult",
+    "InboxEntry",
+    "RunRow",
+    "Page",
+    # the blob store port
+    "BlobStore",
+    # the model port, and the conversation it is given
+    "ModelClient",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelToolCall",
+    "ModelFailure",
+    "ToolDefinition",
+    "Message",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolCall",
+    "ToolResultMessage",
+    # the egress seam: how a model client or a tool reaches the network
+    "Egress",
+    "EgressResponse",
+    # the sandbox port
+    "Sandbox",
+    "ExecRequest",
+    "ExecLimits",
+    "ExecResult",
+    "Grade",
+    "Guarantee",
+    "GUARANTEES",
+    "IsolationLevel",
+    "LimitName",
+    "Network",
+    "level_reached",
+    "withhold_unmet",
+    # secrets, policy and time
+    "SecretResolver",
+    "Policy",
+    "PolicyAction",
+    "Clock",
+]
+
+_claim.claim_exports(__name__, globals(), __all__)

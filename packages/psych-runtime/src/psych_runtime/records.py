@@ -1,0 +1,93 @@
+"""The records of a run's log, and the signals that reach it through its inbox.
+
+What `read_log` and `stream` return is a list (or a stream) of `Record`: ``run_id``, ``seq``
+(0, 1, 2, ... with no gap), ``attempt``, ``at`` and a `Body`, one of the record classes here,
+discriminated on ``type``. The JSON form is stable, and the first record (`RunAdmitted`)
+carries `SCHEMA_VERSION`, so old logs stay readable.
+
+A signal (`Approve`, `Deny`, `Resume`, `Cancel`, `UserInput`, `ChildEnded`) is what the
+outside world tells a run. Apps send them with `approve`, `deny`, `resume`, `cancel` and
+`interrupt`; the log shows each one as a `SignalReceived` (or `ApprovalDecided`) record.
+
+Import what you match on from here:
+
+    from psych_runtime.records import ToolCallFinished
+
+    finished = [r.body for r in log if isinstance(r.body, ToolCallFinished)]
+"""
+
+from psych_core import (
+    SCHEMA_VERSION,
+    ApprovalDecided,
+    ApprovalRequested,
+    Approve,
+    AttemptStarted,
+    Body,
+    Cancel,
+    ChildEnded,
+    ChildFinished,
+    ChildStarted,
+    Deny,
+    ModelCallFailed,
+    ModelCallFinished,
+    Offloaded,
+    OutputRejected,
+    Record,
+    Resume,
+    RunAdmitted,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunSuspended,
+    Signal,
+    SignalIgnored,
+    SignalReceived,
+    ToolCallFailed,
+    ToolCallFinished,
+    ToolCallSettled,
+    ToolCallStarted,
+    ToolCallWaiting,
+    ToolFailureReason,
+    UserInput,
+)
+from psych_runtime import _claim
+
+__all__ = [
+    # the log
+    "SCHEMA_VERSION",
+    "Body",
+    "Record",
+    # record bodies, in the order a run writes them
+    "RunAdmitted",
+    "AttemptStarted",
+    "ModelCallFinished",
+    "ModelCallFailed",
+    "ApprovalRequested",
+    "ApprovalDecided",
+    "ToolCallStarted",
+    "ToolCallFinished",
+    "ToolCallFailed",
+    "ToolCallSettled",
+    "ToolCallWaiting",
+    "ToolFailureReason",
+    "ChildStarted",
+    "ChildFinished",
+    "SignalReceived",
+    "SignalIgnored",
+    "RunSuspended",
+    "OutputRejected",
+    "Offloaded",
+    "RunCompleted",
+    "RunFailed",
+    "RunCancelled",
+    # signals: what the outside world tells a run, through its inbox
+    "Signal",
+    "Approve",
+    "Cancel",
+    "ChildEnded",
+    "Deny",
+    "Resume",
+    "UserInput",
+]
+
+_claim.claim_exports(__name__, globals(), __all__)

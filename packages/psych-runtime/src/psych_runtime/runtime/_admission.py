@@ -1,0 +1,77 @@
+"""`admit`: the one way a run comes to be, for `dispatch` and for a subagent's child run.
+
+It stores the spec under its version and writes the run row with `RunAdmitted` as seq 0, the
+record redacted like every other the runtime writes. Who may admit, and which id the run gets,
+are the callers' business: `dispatch` asks the scoped store's policy and makes a new id; a
+parent attempt derives its child's id from the call.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Protocol
+
+from psych_core import AgentSpec, NewRun, Record, RunAdmitted, Scope, version_of
+from psych_runtime.model.egress import Redactor
+
+
+class Admitting(Protocol):
+    """What admission needs of a store: a scoped store (for `dispatch`) or a plain one (for a
+    child run, which an attempt serving every tenant creates)."""
+
+    async def put_spec(self, version: str, spec_json: str) -> None: ...
+
+    async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    """The run, and the call in it, that a child run serves; and the tools the parent could use
+    (a child never gets one its parent could not)."""
+
+    run_id: str
+    call_id: str
+    allowed_tools: tuple[str, ...]
+
+
+async def admit(
+    store: Admitting,
+    spec: AgentSpec,
+    input: str,
+    *,
+    run_id: str,
+    scope: Scope,
+    at: dt.datetime,
+    redactor: Redactor,
+    idempotency_key: str | None = None,
+    parent: Parent | None = None,
+) -> tuple[str, bool]:
+    """Admit a run of `spec` on `input`; ``(run id, created)`` as `Store.create_run` answers.
+
+    With an `idempotency_key`, the request is identified by the spec's version and the input
+    as sent (before redaction: the same request with another secret in it is another request,
+    and a resolver that learns a value later must not change it).
+    """
+    version = spec.version
+    await store.put_spec(version, spec.canonical_json())
+    body = RunAdmitted(
+        agent=spec.name,
+        spec_version=version,
+        input=input,
+        scope=scope,
+        parent_run_id=parent.run_id if parent else None,
+        parent_call_id=parent.call_id if parent else None,
+        allowed_tools=parent.allowed_tools if parent else None,
+    )
+    first = Record(run_id=run_id, seq=0, attempt=0, at=at, body=redactor.body(body))
+    new = NewRun(
+        run_id=run_id,
+        tenant=scope.tenant,
+        agent=spec.name,
+        spec_version=version,
+        idempotency_key=idempotency_key,
+        request_hash=version_of({"spec": version, "input": input}) if idempotency_key else None,
+        parent_run_id=parent.run_id if parent else None,
+    )
+    return await store.create_run(new, first)
