@@ -101,6 +101,14 @@ async def count_ended(store: Store, run_ids: Sequence[str]) -> int:
     return ended
 
 
+async def holding_leases(store: Store, processes: Sequence[subprocess.Popen[bytes]]) -> list[int]:
+    """The indexes of the `processes` whose worker holds a run's lease now (a worker's id is
+    ``host:pid:suffix``)."""
+    page = await store.list_runs(SCOPE.tenant, RunQuery(status="running", limit=10_000))
+    owners = {row.lease_owner.split(":")[1] for row in page.items if row.lease_owner}
+    return [i for i, process in enumerate(processes) if str(process.pid) in owners]
+
+
 def start_worker(
     url: str, ledger: Path, *, lease_ttl: float, log: Path | None = None
 ) -> subprocess.Popen[bytes]:
@@ -183,12 +191,15 @@ async def test_eight_workers_share_500_runs_and_no_run_has_two_live_attempts(
             assert time.monotonic() - started < 100, f"only {ended} of 500 runs ended"
             if kills < 3 and ended >= 100 * (kills + 1):
                 # kill -9 a worker in the middle of its runs; its leases expire and other
-                # workers take the runs over.
-                victim = rng.randrange(len(processes))
-                processes[victim].send_signal(signal.SIGKILL)
-                processes[victim].wait()
-                processes[victim] = start_worker(url, ledger, lease_ttl=1.0)
-                kills += 1
+                # workers take the runs over. Only a worker that holds a lease right now: a
+                # victim that happened to be idle would prove nothing.
+                busy = await holding_leases(store, processes)
+                if busy:
+                    victim = rng.choice(busy)
+                    processes[victim].send_signal(signal.SIGKILL)
+                    processes[victim].wait()
+                    processes[victim] = start_worker(url, ledger, lease_ttl=1.0)
+                    kills += 1
             await asyncio.sleep(0.05)
         outcome = await outcome_of(store, run_ids, ledger)
     finally:
