@@ -1,9 +1,9 @@
 """The API reference: every public name of Psych Runtime, room by room, with its signature and
 docstring.
 
-The public surface is four rooms, each a module with its own ``__all__``: ``psych_runtime``
-(what an app uses), ``psych_runtime.records``, ``psych_runtime.ports`` and
-``psych_runtime.errors``. The page has one section per room, and in it the comment-headed
+The public surface is five rooms, each a module with its own ``__all__``: ``psych_runtime``
+(what an app uses), ``psych_runtime.records``, ``psych_runtime.ports``, ``psych_runtime.errors``
+and ``psych_runtime.workflows``. The page has one section per room, and in it the comment-headed
 groups of that room's ``__all__``.
 
 The names are read with griffe from the source (not imported), so attribute docstrings (type
@@ -52,6 +52,7 @@ ROOMS = (
     Room("psych_runtime.records", RUNTIME_SRC / "records.py"),
     Room("psych_runtime.ports", RUNTIME_SRC / "ports.py"),
     Room("psych_runtime.errors", RUNTIME_SRC / "errors.py"),
+    Room("psych_runtime.workflows", RUNTIME_SRC / "workflows.py"),
 )
 """The rooms, in the order the page shows them."""
 

@@ -1,5 +1,6 @@
-"""The public surface is four rooms, each closed: `psych_runtime` (what an app uses),
-`psych_runtime.records`, `psych_runtime.ports` and `psych_runtime.errors`."""
+"""The public surface is five rooms, each closed: `psych_runtime` (what an app uses),
+`psych_runtime.records`, `psych_runtime.ports`, `psych_runtime.errors` and
+`psych_runtime.workflows`."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ import pytest
 
 import psych_core
 import psych_runtime
-from psych_runtime import errors, ports, records
+from psych_runtime import errors, ports, records, workflows
 
-ROOMS: tuple[types.ModuleType, ...] = (psych_runtime, records, ports, errors)
+ROOMS: tuple[types.ModuleType, ...] = (psych_runtime, records, ports, errors, workflows)
 EXPORTED = {(room.__name__, name): getattr(room, name) for room in ROOMS for name in room.__all__}
-MOVED = [name for room in ROOMS[1:] for name in room.__all__]
+# The names psych-runtime 0.1 exported at the top (workflows came later, in its own room).
+MOVED = [name for room in (records, ports, errors) for name in room.__all__]
 
 
 def _defined_names(room: types.ModuleType) -> list[str]:
@@ -32,17 +34,19 @@ def _defined_names(room: types.ModuleType) -> list[str]:
     ]
 
 
-def _psych_types(annotation: Any) -> Iterator[type]:
-    """Every psych class an annotation mentions, however deeply nested."""
+def _psych_types(annotation: Any, aliases: frozenset[Any] = frozenset()) -> Iterator[type]:
+    """Every psych class an annotation mentions, however deeply nested (a recursive alias,
+    like the workflow builder's `Value`, is read once)."""
     if isinstance(annotation, type):
         if annotation.__module__.startswith("psych_"):
             yield annotation
         return
     if isinstance(annotation, typing.TypeAliasType):
-        yield from _psych_types(annotation.__value__)
+        if annotation not in aliases:
+            yield from _psych_types(annotation.__value__, aliases | {annotation})
         return
     for arg in typing.get_args(annotation):
-        yield from _psych_types(arg)
+        yield from _psych_types(arg, aliases)
 
 
 def _annotations_of(obj: Any) -> Iterator[tuple[str, Any]]:

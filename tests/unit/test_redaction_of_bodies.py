@@ -32,6 +32,9 @@ from psych_runtime.records import (
     ChildFinished,
     ChildStarted,
     Deny,
+    EventTaken,
+    ItemStarted,
+    IterationStarted,
     ModelCallFailed,
     ModelCallFinished,
     Offloaded,
@@ -43,6 +46,13 @@ from psych_runtime.records import (
     RunSuspended,
     SignalIgnored,
     SignalReceived,
+    StateSet,
+    StepCall,
+    StepEntered,
+    StepFailure,
+    StepRetrying,
+    StepSettled,
+    StepsPlanned,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
@@ -123,7 +133,31 @@ def every_body_type(text: str, number: int) -> list[BaseModel]:
         RunSuspended(reason="approval", due_at=WHEN, calls=(text,)),
         ChildStarted(call_id="2.0", child_run_id=text),
         ChildFinished(call_id="2.0", child_run_id=text, status=text),
+        StepsPlanned(
+            events=(
+                StepSettled(key=text, status="completed", output={text: [text, number]}),
+                StepSettled(
+                    key="b",
+                    status="failed",
+                    failure=StepFailure(kind="error", error=text, step="b"),
+                ),
+                StateSet(key="s", values={text: text}),
+                StepEntered(key="f", kind="foreach", items=(text, number), due_at=WHEN),
+                ItemStarted(key="f", index=number),
+                IterationStarted(key=text, iteration=number),
+                StepRetrying(
+                    key="r",
+                    attempt=1,
+                    failure=StepFailure(kind="timeout", error=text, step="r"),
+                    due_at=WHEN,
+                ),
+                EventTaken(key="w", name=text),
+            ),
+            calls=(StepCall(call_id=text, name="charge", arguments=text, due_at=WHEN),),
+            starts=number,
+        ),
         RunCompleted(),
+        RunCompleted(output={"k": [text, number]}),
         RunFailed(reason=text, error=text),
         RunCancelled(reason=text),
         Offloaded(body_type="tool_call_finished", tenant="t", blob=text, size=number),
@@ -187,8 +221,9 @@ def test_every_body_type_is_redacted_and_stays_a_valid_body_of_its_type(body: Ba
         json.dumps(SECRET, ensure_ascii=False)[1:-1],
     ):
         assert spelling not in recorded, recorded
-    # Nothing is exempt: ids and names are redacted too. Only `RunCompleted` holds no text.
-    assert "[redacted:" in recorded or isinstance(body, RunCompleted), recorded
+    # Nothing is exempt: ids and names are redacted too. Only a bare `RunCompleted` holds no
+    # text.
+    assert "[redacted:" in recorded or body == RunCompleted(), recorded
     # What is recorded reads back as the same body: the type tag, counts and times are kept.
     assert type(body).model_validate_json(recorded).model_dump() == redacted.model_dump()
 

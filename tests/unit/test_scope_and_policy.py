@@ -41,6 +41,9 @@ SAMPLES: dict[str, Any] = {
     "reason": "not now",
     "message": "hello",
     "payload": None,
+    "event": "paid",
+    "step": "confirm",
+    "answer": "yes",
 }
 
 
@@ -277,7 +280,18 @@ async def test_tools_are_resolved_again_before_every_model_call() -> None:
 async def test_every_public_call_asks_the_policy_first() -> None:
     store = MemoryStore()
     policy = Rules(
-        denied_actions={"auditor": {"dispatch", "approve", "deny", "resume", "cancel", "interrupt"}}
+        denied_actions={
+            "auditor": {
+                "dispatch",
+                "approve",
+                "deny",
+                "resume",
+                "send_event",
+                "answer",
+                "cancel",
+                "interrupt",
+            }
+        }
     )
     writer = store.scoped(Scope(tenant="acme", principal="ann"), policy=policy)
     auditor = store.scoped(Scope(tenant="acme", principal="auditor"), policy=policy)

@@ -12,11 +12,16 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 
+from pydantic import JsonValue
+
 from psych_core._errors import SpecError
 from psych_core._json_schema import OUTPUT_KEYWORDS, schema_problems, validation_errors
 from psych_core._messages import ToolCall
-from psych_core._spec import AgentSpec, AgentTool
+from psych_core._records import StepsPlanned
+from psych_core._spec import AgentSpec, AgentTool, WorkflowTool
 from psych_core._state import CallPhase, CallState, RunState, WaitingReason
+from psych_core._workflow_plan import plan_round
+from psych_core._workflow_spec import BUILTIN_TOOLS, WorkflowSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +66,17 @@ class SettleCalls:
 
 @dataclass(frozen=True, slots=True)
 class Complete:
-    """Decision: the model gave its final answer; complete the run."""
+    """Decision: the model gave its final answer (or the workflow's steps all settled, with
+    this `output`); complete the run."""
+
+    output: JsonValue = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSteps:
+    """Decision: a workflow's next round of steps, as its planner decided it; record it."""
+
+    planned: StepsPlanned
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +147,14 @@ class TimeOutWaits:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeOutChildren:
+    """Decision: the child runs of these workflow steps passed their step's timeout; each
+    call fails with reason ``timeout`` and its child run is cancelled."""
+
+    calls: tuple[CallState, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """Nothing to do in this attempt: the run has ended, or waits to be woken."""
 
@@ -142,11 +165,13 @@ Decision = (
     | DenyCalls
     | FinishResumed
     | TimeOutWaits
+    | TimeOutChildren
     | RetryCalls
     | SettleCalls
     | Suspend
     | CancelRun
     | RejectOutput
+    | PlanSteps
     | Complete
     | Fail
 )
@@ -172,6 +197,21 @@ def next_action(state: RunState, now: dt.datetime) -> Action:
     if state.attempt == 0:
         raise SpecError(f"run {state.run_id}: next_action needs a claimed run (no attempt yet)")
 
+    on_calls = _calls_action(state, now)
+    if on_calls is not None:
+        return on_calls
+    if isinstance(spec, WorkflowSpec):
+        plan = plan_round(spec, state, now)
+        if plan.end is None:
+            return PlanSteps(StepsPlanned(events=plan.events, calls=plan.calls, starts=plan.starts))
+        if plan.end.completed:
+            return Complete(plan.end.output)
+        return Fail(plan.end.reason, plan.end.error)
+    return _agent_action(state, spec)
+
+
+def _calls_action(state: RunState, now: dt.datetime) -> Action | None:
+    """What the open calls of the current turn (or round) need, or None when none is open."""
     if state.cancel is not None:
         began_phases = ("started", "child", "child_ended")
         began = tuple(c for c in state.calls if c.phase in began_phases)
@@ -203,20 +243,29 @@ def next_action(state: RunState, now: dt.datetime) -> Action:
     ended_children = _in_phase(state, "child_ended")
     if ended_children:
         return CollectChildren(ended_children)
+    waiting = _in_phase(state, "waiting")
+    expired = tuple(c for c in waiting if c.due_at is not None and c.due_at <= now)
+    if expired:
+        return TimeOutWaits(expired)
+    children = _in_phase(state, "child")
+    late = tuple(c for c in children if c.due_at is not None and c.due_at <= now)
+    if late:
+        return TimeOutChildren(late)
+    # Whatever the run waits on first, it wakes at the earliest time any of its calls needs:
+    # a wait that times out, or a workflow step's child past its timeout.
+    due = _earliest_due((*waiting, *children))
     awaiting = _in_phase(state, "awaiting_approval")
     if awaiting:
-        return Suspend("approval", awaiting)
-    waiting = _in_phase(state, "waiting")
+        return Suspend("approval", awaiting, due)
     if waiting:
-        expired = tuple(c for c in waiting if c.due_at is not None and c.due_at <= now)
-        if expired:
-            return TimeOutWaits(expired)
-        dues = [c.due_at for c in waiting if c.due_at is not None]
-        return Suspend("external", waiting, min(dues) if dues else None)
-    children = _in_phase(state, "child")
+        return Suspend("external", waiting, due)
     if children:
-        return Suspend("children", children)
+        return Suspend("children", children, due)
+    return None
 
+
+def _agent_action(state: RunState, spec: AgentSpec) -> Action:
+    """What an agent run does once no call is open: answer, ask again, or call the model."""
     if state.answered:
         problem = _output_problem(spec, state.last_text)
         if problem is None:
@@ -259,11 +308,24 @@ def _in_phase(state: RunState, phase: CallPhase) -> tuple[CallState, ...]:
     return tuple(c for c in state.calls if c.phase == phase)
 
 
+def _earliest_due(calls: tuple[CallState, ...]) -> dt.datetime | None:
+    dues = [c.due_at for c in calls if c.due_at is not None]
+    return min(dues) if dues else None
+
+
 def _safe_to_retry(state: RunState, name: str) -> bool:
-    tool = state.spec.tool(name) if state.spec is not None else None
+    spec = state.spec
+    if isinstance(spec, WorkflowSpec):
+        # A step's child run is found again by its derived id, and a built-in wait only
+        # computes the same wait again: starting either again after a crash is safe.
+        if name in BUILTIN_TOOLS or name.startswith(("agent:", "workflow:")):
+            return True
+        step_tool = spec.tool(name)
+        return step_tool is not None and step_tool.safe_to_retry
+    tool = spec.tool(name) if spec is not None else None
     # A subagent call is always safe to start again: its child's id is derived from the call,
     # so starting it again finds the child created before the crash instead of a second one.
-    return tool is not None and (tool.safe_to_retry or isinstance(tool, AgentTool))
+    return tool is not None and (tool.safe_to_retry or isinstance(tool, AgentTool | WorkflowTool))
 
 
 MAX_LISTED_ERRORS = 10

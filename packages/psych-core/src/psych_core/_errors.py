@@ -50,13 +50,15 @@ class SpecError(PsychError, ValueError):
 class ToolNotRegistered(SpecError):
     """A spec names a tool for which no function was registered."""
 
-    def __init__(self, agent: str, tool: str, registered: tuple[str, ...]) -> None:
+    def __init__(
+        self, agent: str, tool: str, registered: tuple[str, ...], *, spec: str = "AgentSpec"
+    ) -> None:
         self.agent = agent
         self.tool = tool
         self.registered = registered
         have = ", ".join(registered) if registered else "none"
         super().__init__(
-            f"AgentSpec {agent!r} names tool {tool!r}, but no function named {tool!r} was "
+            f"{spec} {agent!r} names tool {tool!r}, but no function named {tool!r} was "
             f"registered (registered: {have}). Pass it in tools=[...]."
         )
 
@@ -67,12 +69,12 @@ class SandboxToolUnavailable(ToolNotRegistered):
     A worker releases such a run for another worker, as for any tool it lacks.
     """
 
-    def __init__(self, agent: str, tool: str, problem: str) -> None:
+    def __init__(self, agent: str, tool: str, problem: str, *, spec: str = "AgentSpec") -> None:
         self.agent = agent
         self.tool = tool
         self.registered = ()
         self.problem = problem
-        SpecError.__init__(self, f"AgentSpec {agent!r} names sandbox tool {tool!r}, but {problem}")
+        SpecError.__init__(self, f"{spec} {agent!r} names sandbox tool {tool!r}, but {problem}")
 
 
 class PolicyDenied(PsychError, PermissionError):

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pydantic import JsonValue
 
 from psych_core._errors import CorruptLog, FoldError, NewerLog
-from psych_core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from psych_core._messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from psych_core._records import (
     SCHEMA_VERSION,
     ApprovalDecided,
@@ -34,6 +34,7 @@ from psych_core._records import (
     RunSuspended,
     SignalIgnored,
     SignalReceived,
+    StepsPlanned,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
@@ -41,7 +42,9 @@ from psych_core._records import (
     ToolCallWaiting,
 )
 from psych_core._signals import Cancel, ChildEnded, Resume, UserInput
-from psych_core._state import CallPhase, CallState, RunState
+from psych_core._state import CallOutcome, CallPhase, CallState, RunState
+from psych_core._waits import resume_target, wait_event
+from psych_core._workflow_state import EMPTY_PROGRESS, ProgressWriter
 
 UNKNOWN_OUTCOME = (
     "The outcome of this call is unknown: the worker running it stopped before it reported a "
@@ -100,26 +103,31 @@ def fold(state: RunState, record: Record) -> RunState:
             return replace(state, next_seq=n)
         case ToolCallStarted():
             return _tool_started(state, record, body)
+        case StepsPlanned():
+            return _steps_planned(state, record, body)
         case ToolCallFinished():
             done = _started_call(
                 state, record, body.call_id, also=("waiting", "resumed", "child_ended")
             )
-            content = render_result(body.result)
+            outcome = CallOutcome("finished", body.result)
+            content = render_result(body.result) if state.workflow is None else ""
             message = ToolResultMessage(body.call_id, done.call.name, content)
-            return _settle(state, record, done, message)
+            return _settle(state, record, done, message, outcome)
         case ToolCallFailed():
             done = _open_call(state, record, body.call_id)
             text = f"Error ({body.reason}): {body.error}"
             message = ToolResultMessage(body.call_id, done.call.name, text, True)
-            return _settle(state, record, done, message)
+            outcome = CallOutcome("failed", reason=body.reason, error=body.error)
+            return _settle(state, record, done, message, outcome)
         case ToolCallSettled():
             done = _started_call(state, record, body.call_id, also=("child", "child_ended"))
             message = ToolResultMessage(body.call_id, done.call.name, UNKNOWN_OUTCOME, True)
-            return _settle(state, record, done, message)
+            outcome = CallOutcome("unknown", error=body.note or "its worker stopped")
+            return _settle(state, record, done, message, outcome)
         case ToolCallWaiting():
             current = _started_call(state, record, body.call_id)
             waiting = replace(current, phase="waiting", due_at=body.due_at)
-            return replace(state, next_seq=n, calls=_with_call(state, waiting))
+            return _waiting(replace(state, next_seq=n), waiting)
         case ApprovalRequested():
             current = _open_call(state, record, body.call_id)
             if current.phase != "requested":
@@ -167,6 +175,15 @@ def fold(state: RunState, record: Record) -> RunState:
         case OutputRejected():
             return _output_rejected(state, record, body)
         case RunCompleted():
+            if state.workflow is not None:
+                if state.open_calls:
+                    raise CorruptLog(
+                        state.run_id, record.seq, "run_completed while a step's call is open"
+                    )
+                progress = replace(state.workflow, output=body.output)
+                return replace(
+                    state, next_seq=n, status="completed", waiting=None, workflow=progress
+                )
             if not state.answered:
                 raise CorruptLog(
                     state.run_id, record.seq, "run_completed before the model gave a final answer"
@@ -238,6 +255,8 @@ def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
 
 
 def _model_finished(state: RunState, record: Record, body: ModelCallFinished) -> RunState:
+    if state.workflow is not None:
+        raise CorruptLog(state.run_id, record.seq, "model_call_finished in a workflow run")
     for open_call in state.calls:
         if open_call.phase != "done":
             raise CorruptLog(
@@ -267,6 +286,51 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
         answered=not body.tool_calls,
         usage=usage,
     )
+
+
+def _steps_planned(state: RunState, record: Record, body: StepsPlanned) -> RunState:
+    if state.model_calls:
+        raise CorruptLog(state.run_id, record.seq, "steps_planned in an agent run")
+    for open_call in state.calls:
+        if open_call.phase != "done":
+            raise CorruptLog(
+                state.run_id,
+                record.seq,
+                f"steps planned while call {open_call.call.call_id} of the last round is open",
+            )
+    writer = ProgressWriter(state.workflow or EMPTY_PROGRESS, state.run_id, record.seq)
+    for event in body.events:
+        writer.apply(event)
+    ids = [call.call_id for call in body.calls]
+    if len(set(ids)) != len(ids):
+        raise CorruptLog(state.run_id, record.seq, "steps planned with a call id twice")
+    calls = tuple(
+        CallState(ToolCall(call_id=c.call_id, name=c.name, arguments=c.arguments), due_at=c.due_at)
+        for c in body.calls
+    )
+    return replace(
+        state,
+        next_seq=record.seq + 1,
+        workflow=writer.freeze(starts=body.starts, rounds=1),
+        calls=calls,
+        tool_calls=state.tool_calls + len(calls),
+    )
+
+
+def _waiting(state: RunState, call: CallState) -> RunState:
+    """`call` waits; a workflow wait call whose event arrived before it waited ends at once."""
+    event = wait_event(call.call) if state.workflow is not None else None
+    buffered = state.workflow.events.get(event, ()) if state.workflow and event else ()
+    if state.workflow is not None and event is not None and buffered:
+        events = dict(state.workflow.events)
+        if len(buffered) > 1:
+            events[event] = buffered[1:]
+        else:
+            del events[event]
+        resumed = replace(call, phase="resumed", payload=buffered[0])
+        progress = replace(state.workflow, events=events)
+        return replace(state, calls=_with_call(state, resumed), workflow=progress)
+    return replace(state, calls=_with_call(state, call))
 
 
 def _tool_started(state: RunState, record: Record, body: ToolCallStarted) -> RunState:
@@ -314,12 +378,20 @@ def _started_call(
 
 
 def _settle(
-    state: RunState, record: Record, current: CallState, message: ToolResultMessage
+    state: RunState,
+    record: Record,
+    current: CallState,
+    message: ToolResultMessage,
+    outcome: CallOutcome,
 ) -> RunState:
+    done = replace(current, phase="done", outcome=outcome)
+    if state.workflow is not None:
+        # A workflow has no conversation: its planner reads the outcome from the call.
+        return replace(state, next_seq=record.seq + 1, calls=_with_call(state, done))
     state = replace(
         state,
         next_seq=record.seq + 1,
-        calls=_with_call(state, replace(current, phase="done")),
+        calls=_with_call(state, done),
         conversation=state.conversation.add(message),
     )
     if state.pending_input and not state.open_calls:
@@ -383,14 +455,16 @@ def _inbox_number(state: RunState, record: Record, number: int) -> RunState:
 def _signal(state: RunState, record: Record, body: SignalReceived) -> RunState:
     n = record.seq + 1
     match body.signal:
-        case Resume(payload=payload):
-            waiting = [c for c in state.calls if c.phase == "waiting"]
-            if not waiting:
-                raise CorruptLog(
-                    state.run_id, record.seq, "resume received while no call waits for one"
-                )
-            resumed = replace(waiting[0], phase="resumed", payload=payload)
-            return replace(state, next_seq=n, calls=_with_call(state, resumed))
+        case Resume(payload=payload) as resume:
+            target, why = resume_target(state, resume)
+            if target is not None:
+                resumed = replace(target, phase="resumed", payload=payload)
+                return replace(state, next_seq=n, calls=_with_call(state, resumed))
+            if resume.event is not None and resume.call_id is None:
+                # A workflow's event that came before its wait step waits: kept for it.
+                progress = (state.workflow or EMPTY_PROGRESS).buffered(resume.event, payload)
+                return replace(state, next_seq=n, workflow=progress)
+            raise CorruptLog(state.run_id, record.seq, f"resume received, but {why}")
         case Cancel(reason=reason):
             return replace(state, next_seq=n, cancel=reason)
         case UserInput(text=text):

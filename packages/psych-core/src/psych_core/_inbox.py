@@ -5,14 +5,17 @@ from __future__ import annotations
 from psych_core._records import ApprovalDecided, Body, SignalIgnored, SignalReceived
 from psych_core._signals import Approve, Cancel, ChildEnded, Deny, InboxEntry, Resume, UserInput
 from psych_core._state import RunState
+from psych_core._waits import buffers, resume_target
+from psych_core._workflow_spec import WorkflowSpec
 
 
 def receive(state: RunState, entry: InboxEntry) -> Body:
     """The record that moves `entry` into the log of a run in `state`.
 
     A signal that no longer applies (a decision on a call that is not awaiting one, a resume
-    when nothing waits, a second cancel) becomes `SignalIgnored` with the reason: never an
-    error, since the sender could not know.
+    when nothing waits, a second cancel, a user message to a workflow) becomes `SignalIgnored`
+    with the reason: never an error, since the sender could not know. A workflow's named
+    event that no wait step waits for yet is received, and kept for the step that will.
     """
     signal = entry.signal
     match signal:
@@ -38,8 +41,9 @@ def receive(state: RunState, entry: InboxEntry) -> Body:
                 reason=signal.reason,
             )
         case Resume():
-            if not any(c.phase == "waiting" for c in state.calls):
-                return _ignored(entry, "the run was not waiting for a resume")
+            target, why = resume_target(state, signal)
+            if target is None and not buffers(state, signal):
+                return _ignored(entry, why)
         case Cancel():
             if state.cancel is not None:
                 return _ignored(entry, "the run is already being cancelled")
@@ -48,7 +52,8 @@ def receive(state: RunState, entry: InboxEntry) -> Body:
             if call is None or call.phase not in ("started", "child"):
                 return _ignored(entry, f"no call of this run waits for child {signal.child_run_id}")
         case UserInput():
-            pass
+            if state.workflow is not None or isinstance(state.spec, WorkflowSpec):
+                return _ignored(entry, "a workflow run takes no user messages")
     return SignalReceived(number=entry.number, key=entry.key, signal=signal)
 
 

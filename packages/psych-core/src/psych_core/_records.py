@@ -16,6 +16,7 @@ from psych_core._messages import ToolCall
 from psych_core._scope import Scope
 from psych_core._signals import Signal
 from psych_core._usage import Cost, Usage, UsageSource
+from psych_core._workflow_events import StepCall, StepEvent
 
 SCHEMA_VERSION = 1
 """The version of the record format this package writes; carried by every `RunAdmitted`."""
@@ -229,10 +230,30 @@ class OutputRejected(_Body):
     try_number: int = Field(ge=1)
 
 
+class StepsPlanned(_Body):
+    """A workflow's planner decided the next round of steps.
+
+    Like a `ModelCallFinished` for an agent, it names the calls to make (each called by the
+    step's memo key); before them, what the planner decided that needs no effect (`events`:
+    pure steps, guards, branch choices, foreach items, loop iterations, retries, the reading
+    of the last round's results). The planner plans when no call of the last round is open.
+
+    Attributes:
+        starts: how many step starts this round makes (counted against `max_steps`).
+    """
+
+    type: Literal["steps_planned"] = "steps_planned"
+    events: tuple[StepEvent, ...] = ()
+    calls: tuple[StepCall, ...] = ()
+    starts: int = Field(default=0, ge=0)
+
+
 class RunCompleted(_Body):
-    """The run ended with an answer: the text of the last `ModelCallFinished`."""
+    """The run ended with an answer: the text of the last `ModelCallFinished`, or, for a
+    workflow, its `output`."""
 
     type: Literal["run_completed"] = "run_completed"
+    output: JsonValue = None
 
 
 class RunFailed(_Body):
@@ -304,6 +325,7 @@ Body = Annotated[
     | ChildStarted
     | ChildFinished
     | OutputRejected
+    | StepsPlanned
     | RunCompleted
     | RunFailed
     | RunCancelled

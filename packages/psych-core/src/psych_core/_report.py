@@ -23,6 +23,7 @@ from psych_core._records import (
     OutputRejected,
     Record,
     RunAdmitted,
+    StepsPlanned,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
@@ -250,6 +251,15 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
                         "call_id": call.call_id,
                         "name": call.name,
                         "arguments": _arguments(call.arguments),
+                        "outcome": "pending",
+                    }
+            case StepsPlanned():
+                # A workflow's step calls: one row per try of a step (and per wait between).
+                for step_call in body.calls:
+                    calls[step_call.call_id] = {
+                        "call_id": step_call.call_id,
+                        "name": step_call.name,
+                        "arguments": _arguments(step_call.arguments),
                         "outcome": "pending",
                     }
             case ModelCallFailed():

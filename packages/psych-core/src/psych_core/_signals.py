@@ -37,10 +37,18 @@ class Deny(_Signal):
 
 
 class Resume(_Signal):
-    """Something external the run waits on has happened; `payload` is what it brought."""
+    """Something external the run waits on has happened; `payload` is what it brought.
+
+    Aimed at one waiting call: `call_id` names it (a workflow's human step by its memo key or
+    its step name: `answer`), `event` names the event a workflow's wait step waits for
+    (`send_event`); with neither, it ends the first waiting call's wait. A named event that
+    no step waits for yet is kept for the first wait step that asks for it.
+    """
 
     kind: Literal["resume"] = "resume"
     payload: JsonValue = None
+    event: str | None = None
+    call_id: str | None = None
 
 
 class Cancel(_Signal):

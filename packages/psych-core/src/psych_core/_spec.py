@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
@@ -11,6 +11,9 @@ from psych_core._canonical import canonical_json, version_of
 from psych_core._isolation import Guarantee, IsolationLevel, Network
 from psych_core._json_schema import schema_problems
 from psych_core._templates import UrlTemplate, placeholders
+
+if TYPE_CHECKING:
+    from psych_core._workflow_spec import WorkflowSpec
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -403,7 +406,37 @@ class AgentTool(_Frozen):
         return CodeTool._check_name(name)
 
 
-ToolRef = Annotated[CodeTool | HttpTool | SandboxTool | AgentTool, Field(discriminator="kind")]
+class WorkflowTool(_Frozen):
+    """A workflow as a tool: calling it starts a child run of the workflow `spec`.
+
+    The model passes the workflow's input as ``{"input": ...}`` (checked against the
+    workflow's `input_schema`); the parent waits (reason ``children``) without holding a
+    worker, and the call's result is the workflow's output. The child's tool steps may use
+    only tools its parent may use.
+
+    Attributes:
+        name: the tool's name as the parent's model sees it.
+        spec: the workflow.
+        description: what the model is told the workflow does (default: its name).
+    """
+
+    kind: Literal["workflow"] = "workflow"
+    name: str
+    spec: WorkflowSpec
+    description: str | None = None
+    safe_to_retry: bool = False
+    requires_approval: ApprovalRule = False
+    timeout: float | None = Field(default=None, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        return CodeTool._check_name(name)
+
+
+ToolRef = Annotated[
+    CodeTool | HttpTool | SandboxTool | AgentTool | WorkflowTool, Field(discriminator="kind")
+]
 """Any tool reference an `AgentSpec` can hold, told apart by its ``kind``."""
 
 
@@ -492,4 +525,6 @@ class AgentSpec(_Frozen):
         return "\n\n".join(parts)
 
 
-AgentTool.model_rebuild()
+# `WorkflowTool` names `WorkflowSpec`, which builds on the classes here: the models that
+# reach it are completed in `_workflow_spec`, which the package imports with this module.
+from psych_core import _workflow_spec  # noqa: E402,F401

@@ -15,9 +15,11 @@ from typing import Literal
 from pydantic import JsonValue
 
 from psych_core._messages import Message, ToolCall
-from psych_core._records import RunAdmitted
+from psych_core._records import RunAdmitted, ToolFailureReason
 from psych_core._spec import AgentSpec
 from psych_core._usage import Usage
+from psych_core._workflow_spec import WorkflowSpec
+from psych_core._workflow_state import WorkflowProgress
 
 RunStatusName = Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
 """Where a run is. The last three are final."""
@@ -74,6 +76,21 @@ collected), ``done`` (finished, failed or settled)."""
 
 
 @dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """How a call ended: what a workflow's planner reads of the round before.
+
+    Attributes:
+        status: ``finished`` (with `result`), ``failed`` (with `reason` and `error`) or
+            ``unknown`` (settled: it may or may not have taken effect; `error` says why).
+    """
+
+    status: Literal["finished", "failed", "unknown"]
+    result: JsonValue = None
+    reason: ToolFailureReason | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CallState:
     """Where one tool call of the current model turn is.
 
@@ -86,8 +103,10 @@ class CallState:
         arguments: the arguments an approver edited the call to (JSON text), or None.
         decision: who denied the call and why, once denied.
         payload: what the `Resume` that ended its wait brought.
-        due_at: when its wait times out, for a ``waiting`` call.
+        due_at: when its wait times out, for a ``waiting`` call; for a workflow step's call,
+            when the step times out (its child run is cancelled then).
         child_run_id: the child run of a subagent call.
+        outcome: how it ended, once ``done``.
     """
 
     call: ToolCall
@@ -99,6 +118,7 @@ class CallState:
     payload: JsonValue = None
     due_at: dt.datetime | None = None
     child_run_id: str | None = None
+    outcome: CallOutcome | None = None
 
     @property
     def effective_arguments(self) -> str:
@@ -113,7 +133,13 @@ class RunState:
     Build the empty state with `RunState.empty`, then `fold` each record into it.
     `spec` is needed only to decide (`next_action`); reading a status needs no spec.
 
+    A workflow run's calls are the steps of its current round (each called by its memo key),
+    and `workflow` is its progress; an agent run's calls are those of the model's last turn.
+
     Attributes:
+        workflow: a workflow run's progress (`WorkflowProgress`: settled steps by memo key,
+            running containers, ``state.*``), from its first `StepsPlanned` on; None for an
+            agent run.
         last_model_seq: the seq of the latest `ModelCallFinished`.
         output_rejections: the answers to the current user message that were rejected
             (`OutputRejected`), as ``(answer seq, what was wrong)``; at most
@@ -121,7 +147,7 @@ class RunState:
     """
 
     run_id: str
-    spec: AgentSpec | None = None
+    spec: AgentSpec | WorkflowSpec | None = None
     status: RunStatusName = "queued"
     waiting: WaitingReason | None = None
     next_seq: int = 0
@@ -144,9 +170,10 @@ class RunState:
     cancel: str | None = None
     pending_input: tuple[str, ...] = ()
     due_at: dt.datetime | None = None
+    workflow: WorkflowProgress | None = None
 
     @classmethod
-    def empty(cls, run_id: str, spec: AgentSpec | None = None) -> RunState:
+    def empty(cls, run_id: str, spec: AgentSpec | WorkflowSpec | None = None) -> RunState:
         """The state before seq 0."""
         return cls(run_id=run_id, spec=spec)
 
@@ -174,7 +201,8 @@ class RunState:
 
     @property
     def output(self) -> JsonValue:
-        """The run's answer: the final text, parsed as JSON when the spec asks for structure.
+        """The run's answer: the final text, parsed as JSON when the spec asks for structure;
+        a workflow's output.
 
         None until the run completes. A final text that is not valid JSON under an
         `output_type` is rejected before completion (`OutputRejected`), so parsing here cannot
@@ -182,7 +210,13 @@ class RunState:
         """
         if self.status != "completed":
             return None
-        if self.spec is not None and self.spec.output_type is not None and self.last_text:
+        if self.workflow is not None:
+            return self.workflow.output
+        if (
+            isinstance(self.spec, AgentSpec)
+            and self.spec.output_type is not None
+            and self.last_text
+        ):
             parsed: JsonValue = json.loads(self.last_text)
             return parsed
         return self.last_text

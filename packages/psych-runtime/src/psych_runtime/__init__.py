@@ -10,6 +10,8 @@ in rooms of its own, each with its `__all__`:
 - `psych_runtime.ports`: the ports adapters implement (`Store`, `ModelClient`, `Sandbox`, ...)
   and the types only an adapter author needs.
 - `psych_runtime.errors`: every error Psych raises, in one tree under `PsychError`.
+- `psych_runtime.workflows`: the fluent builder of workflow specs (`Workflow`, `ref`, `lit`, the
+  condition helpers) and the classes of a spec's steps, values and conditions.
 
 `FakeModel` and the contract suites are in `psych_runtime.testing`.
 """
@@ -45,11 +47,23 @@ from psych_core import (
     Usage,
     UsageSource,
     WaitingReason,
+    WorkflowSpec,
+    WorkflowTool,
 )
 from psych_runtime import _claim, errors, ports, records
+from psych_runtime import workflows as workflows  # a room, reachable after `import psych_runtime`
 from psych_runtime._surface._reading import read_log, report, status
 from psych_runtime._surface._session import Session, session
-from psych_runtime._surface._signals import approve, cancel, deny, due, interrupt, resume
+from psych_runtime._surface._signals import (
+    answer,
+    approve,
+    cancel,
+    deny,
+    due,
+    interrupt,
+    resume,
+    send_event,
+)
 from psych_runtime._surface._stream import stream
 from psych_runtime._surface._view import RunView
 from psych_runtime.adapters import (
@@ -78,12 +92,14 @@ __all__ = [
     # signals: people and systems talking to runs
     "ApprovalCheck",
     "WaitFor",
+    "answer",
     "approve",
     "cancel",
     "deny",
     "due",
     "interrupt",
     "resume",
+    "send_event",
     "stream",
     # reading runs back
     "RejectedOutput",
@@ -111,6 +127,8 @@ __all__ = [
     "SandboxTool",
     "Skill",
     "ToolRef",
+    "WorkflowSpec",
+    "WorkflowTool",
     # tools
     "CodeFunction",
     "ToolContext",

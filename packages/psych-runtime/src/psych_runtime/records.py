@@ -5,9 +5,14 @@ What `read_log` and `stream` return is a list (or a stream) of `Record`: ``run_i
 discriminated on ``type``. The JSON form is stable, and the first record (`RunAdmitted`)
 carries `SCHEMA_VERSION`, so old logs stay readable.
 
+A workflow run's log has a `StepsPlanned` record per round of steps: the calls of the round
+(`StepCall`) and what its planner decided without an effect (`StepEvent`: `StepSettled`,
+`StateSet`, `StepEntered`, `ItemStarted`, `IterationStarted`, `StepRetrying`, `EventTaken`).
+
 A signal (`Approve`, `Deny`, `Resume`, `Cancel`, `UserInput`, `ChildEnded`) is what the
-outside world tells a run. Apps send them with `approve`, `deny`, `resume`, `cancel` and
-`interrupt`; the log shows each one as a `SignalReceived` (or `ApprovalDecided`) record.
+outside world tells a run. Apps send them with `approve`, `deny`, `resume`, `send_event`,
+`answer`, `cancel` and `interrupt`; the log shows each one as a `SignalReceived` (or
+`ApprovalDecided`) record.
 
 Import what you match on from here:
 
@@ -28,6 +33,9 @@ from psych_core import (
     ChildFinished,
     ChildStarted,
     Deny,
+    EventTaken,
+    ItemStarted,
+    IterationStarted,
     ModelCallFailed,
     ModelCallFinished,
     Offloaded,
@@ -42,6 +50,15 @@ from psych_core import (
     Signal,
     SignalIgnored,
     SignalReceived,
+    StateSet,
+    StepCall,
+    StepEntered,
+    StepEvent,
+    StepFailure,
+    StepRetrying,
+    StepSettled,
+    StepsPlanned,
+    StepStatus,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
@@ -76,10 +93,23 @@ __all__ = [
     "SignalIgnored",
     "RunSuspended",
     "OutputRejected",
+    "StepsPlanned",
     "Offloaded",
     "RunCompleted",
     "RunFailed",
     "RunCancelled",
+    # what a workflow's StepsPlanned carries
+    "StepCall",
+    "StepEvent",
+    "StepStatus",
+    "StepFailure",
+    "StepSettled",
+    "StateSet",
+    "StepEntered",
+    "ItemStarted",
+    "IterationStarted",
+    "StepRetrying",
+    "EventTaken",
     # signals: what the outside world tells a run, through its inbox
     "Signal",
     "Approve",

@@ -7,8 +7,20 @@ from typing import Literal, Protocol, runtime_checkable
 
 from psych_core._scope import Scope
 
-PolicyAction = Literal["dispatch", "read", "approve", "deny", "resume", "cancel", "interrupt"]
-"""What a scope asks to do. ``read`` covers `status`, `report`, `read_log` and `stream`."""
+PolicyAction = Literal[
+    "dispatch",
+    "read",
+    "approve",
+    "deny",
+    "resume",
+    "send_event",
+    "answer",
+    "cancel",
+    "interrupt",
+]
+"""What a scope asks to do. ``read`` covers `status`, `report`, `read_log` and `stream`;
+``send_event`` and ``answer`` are a workflow's events and a person's answers to its human
+steps."""
 
 
 @runtime_checkable

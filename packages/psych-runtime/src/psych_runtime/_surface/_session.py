@@ -14,6 +14,7 @@ from psych_core import (
     Scope,
     ScopedStore,
     Store,
+    WorkflowSpec,
     fold_all,
 )
 from psych_runtime._surface._view import RunView, view_of
@@ -58,9 +59,12 @@ class Session:
         self._worker_id = f"session:{new_worker_id()}"
 
     async def ask(
-        self, spec: AgentSpec, text: str, *, idempotency_key: str | None = None
+        self, spec: AgentSpec | WorkflowSpec, text: str, *, idempotency_key: str | None = None
     ) -> RunView:
         """Run `spec` on the user's `text` in this process until it ends or waits.
+
+        A `WorkflowSpec` runs the same way: `text` is its input as JSON text, and the view's
+        `output` is the workflow's output.
 
         Each call is one run with its own log. A run that waits (for an approval, a resume)
         comes back with status ``waiting``: send the signal (`approve`, `resume`, ...) with

@@ -1,10 +1,12 @@
-"""Telling a run something from outside: decisions, resumes, cancels, user messages.
+"""Telling a run something from outside: decisions, resumes, events, answers, cancels, user
+messages.
 
 Every function here writes one entry into the run's inbox through the store and returns its
 number; the run's current attempt (or the next one, for a waiting run the entry wakes) moves
 it into the log at a step boundary. Nothing here needs the run's state from the caller.
 With a policy on the store (``store.scoped(scope, policy=...)``), each asks it first for its
-action (``approve``, ``deny``, ``resume``, ``cancel``, ``interrupt``) on the run.
+action (``approve``, ``deny``, ``resume``, ``send_event``, ``answer``, ``cancel``,
+``interrupt``) on the run.
 """
 
 from __future__ import annotations
@@ -68,6 +70,45 @@ async def resume(
     """
     authorize(store, "resume", run_id, function="resume")
     return await _send(store, run_id, Resume(payload=payload), key)
+
+
+async def send_event(
+    store: ScopedStore,
+    run_id: str,
+    event: str,
+    payload: JsonValue = None,
+    *,
+    key: str | None = None,
+) -> int:
+    """Send the workflow run the event named `event`: the first wait step waiting for it
+    (`WaitStep.event`) ends its wait, and `payload` is its output.
+
+    An event that no step waits for yet, but one of the workflow's wait steps will, is kept
+    for the first that does, so an event that comes early is not lost. One the workflow has
+    no wait step for is recorded as ignored, with the reason. Each event ends one wait; `key`
+    makes it single-use (a second one with the same key raises `DuplicateSignal`).
+    """
+    authorize(store, "send_event", run_id, function="send_event")
+    return await _send(store, run_id, Resume(payload=payload, event=event), key)
+
+
+async def answer(
+    store: ScopedStore,
+    run_id: str,
+    step: str,
+    answer: JsonValue,
+    *,
+    key: str | None = None,
+) -> int:
+    """Answer the question of a workflow's human step: `answer` (checked against the step's
+    `answer_schema`) becomes its output.
+
+    `step` is the step's name, or the memo key of the one waiting (``orders[2].approve``) when
+    the same step waits in several foreach items; ``status(...).waiting_for`` lists them. An
+    answer that no waiting step takes is recorded as ignored, with the reason.
+    """
+    authorize(store, "answer", run_id, function="answer")
+    return await _send(store, run_id, Resume(payload=answer, call_id=step), key)
 
 
 async def cancel(

@@ -22,8 +22,10 @@ class RunView:
     Attributes:
         run_id: the run's id, for `status`, `report` and `read_log`.
         status: ``completed``, ``failed``, ...
-        text: the model's last text (its answer, when the run completed).
-        output: the answer, parsed as JSON when the spec asks for structured output.
+        text: the model's last text (its answer, when the run completed); None for a
+            workflow.
+        output: the answer, parsed as JSON when the spec asks for structured output; a
+            workflow's output.
         error: why the run failed, when it did.
     """
 

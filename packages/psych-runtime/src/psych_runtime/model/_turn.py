@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from psych_core import (
+    AgentSpec,
     Cost,
     ModelCallFailed,
     ModelCallFinished,
@@ -21,8 +22,8 @@ from psych_runtime.model._pricing import PriceTable
 def build_request(state: RunState, tools: tuple[ToolDefinition, ...]) -> ModelRequest:
     """The request for the next model call of `state` (a state folded with its spec)."""
     spec = state.spec
-    if spec is None:
-        raise SpecError(f"run {state.run_id}: a model request needs the run's spec")
+    if not isinstance(spec, AgentSpec):
+        raise SpecError(f"run {state.run_id}: a model request needs the run's agent spec")
     return ModelRequest(
         run_id=state.run_id,
         model=spec.model,

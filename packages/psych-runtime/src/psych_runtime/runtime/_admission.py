@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Protocol
 
-from psych_core import AgentSpec, NewRun, Record, RunAdmitted, Scope, version_of
+from psych_core import AgentSpec, NewRun, Record, RunAdmitted, Scope, WorkflowSpec, version_of
 from psych_runtime.model.egress import Redactor
 
 
@@ -28,16 +28,16 @@ class Admitting(Protocol):
 @dataclass(frozen=True, slots=True)
 class Parent:
     """The run, and the call in it, that a child run serves; and the tools the parent could use
-    (a child never gets one its parent could not)."""
+    (a child never gets one its parent could not; None: the parent was not narrowed)."""
 
     run_id: str
     call_id: str
-    allowed_tools: tuple[str, ...]
+    allowed_tools: tuple[str, ...] | None
 
 
 async def admit(
     store: Admitting,
-    spec: AgentSpec,
+    spec: AgentSpec | WorkflowSpec,
     input: str,
     *,
     run_id: str,

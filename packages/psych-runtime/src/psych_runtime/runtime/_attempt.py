@@ -8,6 +8,7 @@ turn's `ModelCallFinished` and the starts of the calls it asked for go in one ap
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -16,6 +17,7 @@ from pydantic_core import PydanticSerializationError
 
 from psych_core import (
     FINAL_STATUSES,
+    AgentSpec,
     AgentTool,
     Batch,
     Body,
@@ -39,15 +41,22 @@ from psych_core import (
     RunSuspended,
     Store,
     StoreUnavailable,
+    TimeOutChildren,
     ToolCall,
     ToolCallFailed,
     ToolCallFinished,
     ToolCallSettled,
     ToolCallWaiting,
+    ToolStep,
+    WorkflowSpec,
+    WorkflowTool,
     fold,
     fold_all,
     next_action,
+    parse_call_id,
     receive,
+    step_name,
+    walk,
 )
 from psych_core import Cancel as CancelSignal
 from psych_runtime.model import (
@@ -116,12 +125,24 @@ class Attempt:
         self._committed = state
         self._commit_lock = asyncio.Lock()
         self._validated: dict[str, dict[str, Any]] = {}
+        self._timed_out_children: dict[str, str] = {}
         self.inbox_last = 0
         self._heard = asyncio.Event()
         # Known secret values are redacted from every body before it is folded or recorded;
         # the app's prices re-price model calls the provider did not price.
         self._redactor = Redactor(runtime.secrets)
         self._resolved: Mapping[str, ResolvedTool] = self._resolve()
+        spec = state.spec
+        # A workflow's tool steps may each set a timeout of their own for the same tool.
+        self._step_timeouts: dict[str, float] = (
+            {
+                step.name: step.timeout
+                for step in walk(spec.steps)
+                if isinstance(step, ToolStep) and step.timeout is not None
+            }
+            if isinstance(spec, WorkflowSpec)
+            else {}
+        )
 
     async def run(self) -> RunState:
         """Drive the run until it has nothing left to do in this attempt; return its state.
@@ -162,6 +183,12 @@ class Attempt:
                     for child in children:
                         self._stage(await collect_child(self.store, child))
                 case _:
+                    if isinstance(action, TimeOutChildren):
+                        # Their child runs are cancelled by the append that records this
+                        # (the calls leave the state when the next round is planned).
+                        for late in action.calls:
+                            if late.child_run_id is not None:
+                                self._timed_out_children[late.call.call_id] = late.child_run_id
                     rules = self.runtime.approval_rules
                     bodies = decide(action, self._resolved, rules=rules, validated=self._validated)
                     self._stage(bodies)
@@ -173,7 +200,7 @@ class Attempt:
         if self.lease is None:
             return
         timeouts = [
-            tool.ref.timeout
+            self._timeout(call, tool)
             for call in calls
             if (tool := self._resolved.get(call.name)) is not None and not tool.ref.safe_to_retry
         ]
@@ -189,11 +216,27 @@ class Attempt:
         allowed = admitted.allowed_tools if admitted is not None else None
         return self.tools.resolve(self.state.spec, self.scope, self.runtime.policy, allowed)
 
-    async def _start_child(self, call: ToolCall, tool: ResolvedTool, text: str) -> Body:
-        assert isinstance(tool.ref, AgentTool)
-        allowed = tuple(self._resolved)
+    def _timeout(self, call: ToolCall, tool: ResolvedTool) -> float | None:
+        """The seconds a call may run: its tool's timeout, or its workflow step's when that
+        is shorter."""
+        own = self._step_timeouts.get(step_name(call.call_id))
+        limits = [limit for limit in (tool.ref.timeout, own) if limit is not None]
+        return min(limits) if limits else None
+
+    async def _start_child(self, call: ToolCall, tool: ResolvedTool, value: Any) -> Body:
+        ref = tool.ref
+        assert isinstance(ref, AgentTool | WorkflowTool)
+        text = json.dumps(value, ensure_ascii=False) if isinstance(ref, WorkflowTool) else value
+        allowed: tuple[str, ...] | None
+        if isinstance(self.state.spec, WorkflowSpec):
+            # A workflow's children are its own steps' agents and workflows: narrowed as the
+            # workflow run itself was (by its parent, if it has one), and by the policy.
+            admitted = self.state.admitted
+            allowed = admitted.allowed_tools if admitted is not None else None
+        else:
+            allowed = tuple(self._resolved)
         child = await start_child(
-            self.store, self.state, call, tool.ref, text, allowed, self.clock, self._redactor
+            self.store, self.state, call, ref, text, allowed, self.clock, self._redactor
         )
         return ChildStarted(call_id=call.call_id, child_run_id=child)
 
@@ -220,6 +263,12 @@ class Attempt:
                     cancel = CancelSignal(reason=f"parent run {self.state.run_id} was cancelled")
                     key = f"cancel:parent:{self.state.run_id}"
                     notices.append(Notify(call.child_run_id, key, cancel))
+        # A workflow step whose child run outlived the step's timeout: the child is cancelled
+        # by the append that fails the step.
+        for call_id, child in self._timed_out_children.items():
+            cancel = CancelSignal(reason=f"step {call_id} of run {self.state.run_id} timed out")
+            key = f"cancel:timeout:{self.state.run_id}:{call_id}"
+            notices.append(Notify(child, key, cancel))
         return tuple(notices)
 
     def heard(self, renewed: RenewResult) -> None:
@@ -315,6 +364,8 @@ class Attempt:
         self.inbox_last = max(self.inbox_last, result.inbox_last)
         self._committed = after
         del self._staged[: len(records)]
+        if last:
+            self._timed_out_children.clear()
         for kind in dict.fromkeys(record.body.type for record in records):
             reach(f"after_commit:{kind}")
         return True
@@ -368,7 +419,7 @@ class Attempt:
     async def _call_model(self) -> list[Body]:
         # Resolved again before every model call: what a run may use can change between turns.
         spec = self.state.spec
-        assert spec is not None
+        assert isinstance(spec, AgentSpec)
         self._resolved = self._resolve()
         definitions = tuple(tool.definition() for tool in self._resolved.values())
         request = build_request(self.state, definitions)
@@ -458,18 +509,23 @@ class Attempt:
             except InvalidArguments as exc:
                 error = str(exc)
                 return ToolCallFailed(call_id=call.call_id, reason="invalid_arguments", error=error)
+        # The tries of a workflow step share one key: a careful tool (or the API behind it)
+        # that sees a retry of a call whose outcome was unknown can tell it is the same one.
+        operation = call.call_id
+        if isinstance(self.state.spec, WorkflowSpec):
+            operation = parse_call_id(call.call_id).key
         context = ToolContext(
             run_id=self.state.run_id,
             call_id=call.call_id,
             tool=call.name,
             attempt=self.state.attempt,
-            idempotency_key=f"{self.state.run_id}:{call.call_id}",
+            idempotency_key=f"{self.state.run_id}:{operation}",
             scope=self.scope,
             runtime=self.runtime,
         )
         if tool.function is None:
             return await self._start_child(call, tool, arguments["input"])
-        timeout = tool.ref.timeout
+        timeout = self._timeout(call, tool)
         if self.lease is not None and not tool.ref.safe_to_retry:
             # A stale attempt (paused past its lease, cut off from the store) must not start
             # an effect that another attempt may already have settled `unknown`.

@@ -1,4 +1,5 @@
-"""Subagents: starting a child run for an `AgentTool` call, and collecting its outcome.
+"""Child runs: starting one for a subagent call (`AgentTool`), a workflow call (`WorkflowTool`)
+or a workflow's agent or workflow step, and collecting its outcome.
 
 A child's run id is derived from its parent and the call (``{parent}-{call_id}``), and the
 call's `ToolCallStarted` is committed before the child is created: an attempt that crashes
@@ -21,6 +22,7 @@ from psych_core import (
     ToolCall,
     ToolCallFailed,
     ToolCallFinished,
+    WorkflowTool,
 )
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._admission import Parent, admit
@@ -37,16 +39,17 @@ async def start_child(
     store: Store,
     parent: RunState,
     call: ToolCall,
-    ref: AgentTool,
+    ref: AgentTool | WorkflowTool,
     text: str,
-    allowed: tuple[str, ...],
+    allowed: tuple[str, ...] | None,
     clock: Clock,
     redactor: Redactor | None = None,
 ) -> str:
     """Create the child run of `call` (or find the one an earlier attempt created).
 
     `redactor` is the parent attempt's: the child's input goes through it, as every record
-    the attempt writes does.
+    the attempt writes does. `allowed` narrows the child's tools (None: no narrowing beyond
+    the policy's).
     """
     assert parent.admitted is not None
     run_id = child_run_id(parent.run_id, call.call_id)
@@ -78,7 +81,7 @@ async def collect_child(store: Store, call: CallState) -> list[Body]:
         finished,
         ToolCallFailed(
             call_id=call_id,
-            reason="error",
-            error=f"subagent run {child.run_id} ended {child.status}{why}",
+            reason="cancelled" if child.status == "cancelled" else "error",
+            error=f"child run {child.run_id} ended {child.status}{why}",
         ),
     ]

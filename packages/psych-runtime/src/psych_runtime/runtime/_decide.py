@@ -12,6 +12,9 @@ from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from psych_core import (
+    HUMAN_TOOL,
+    SLEEP_TOOL,
+    WAIT_TOOL,
     ApprovalRequested,
     ApprovalRule,
     ArgRule,
@@ -24,6 +27,7 @@ from psych_core import (
     Fail,
     FinishResumed,
     OutputRejected,
+    PlanSteps,
     RejectOutput,
     RetryCalls,
     RunCancelled,
@@ -34,6 +38,7 @@ from psych_core import (
     StartApproved,
     StartCalls,
     Suspend,
+    TimeOutChildren,
     TimeOutWaits,
     ToolCall,
     ToolCallFailed,
@@ -82,6 +87,18 @@ def decide(
             return [ToolCallSettled(call_id=call.call_id, note=SETTLED_BY_CRASH) for call in calls]
         case TimeOutWaits(calls):
             return [_timed_out_wait(c) for c in calls]
+        case TimeOutChildren(calls):
+            return [
+                ToolCallFailed(
+                    call_id=c.call.call_id,
+                    reason="timeout",
+                    error=f"its child run {c.child_run_id} did not end by {_iso(c)}, the "
+                    "step's timeout; the child run is cancelled",
+                )
+                for c in calls
+            ]
+        case PlanSteps(planned):
+            return [planned]
         case Suspend(reason, calls, due_at):
             ids = tuple(c.call.call_id for c in calls)
             return [RunSuspended(reason=reason, due_at=due_at, calls=ids)]
@@ -101,8 +118,8 @@ def decide(
             return [*bodies, RunCancelled(reason=reason)]
         case RejectOutput(answer_seq, error, try_number):
             return [OutputRejected(answer_seq=answer_seq, error=error, try_number=try_number)]
-        case Complete():
-            return [RunCompleted()]
+        case Complete(output):
+            return [RunCompleted(output=output)]
         case Fail(reason, error):
             return [RunFailed(reason=reason, error=error)]
 
@@ -183,8 +200,23 @@ def _start_approved(
 
 
 def _timed_out_wait(state: CallState) -> Body:
-    due = state.due_at.isoformat() if state.due_at else None
+    due = _iso(state)
+    call = state.call
+    if call.name == SLEEP_TOOL:
+        # A sleep (or a retry's wait) that reaches its time has done what it was for.
+        return ToolCallFinished(call_id=call.call_id, result={"slept_until": due})
+    if call.name in (WAIT_TOOL, HUMAN_TOOL):
+        what = "no answer came" if call.name == HUMAN_TOOL else "the event did not come"
+        return ToolCallFailed(
+            call_id=call.call_id,
+            reason="timeout",
+            error=f"{what} by {due}, the step's timeout",
+        )
     return ToolCallFinished(
-        call_id=state.call.call_id,
+        call_id=call.call_id,
         result={"resumed": False, "timed_out": True, "due_at": due},
     )
+
+
+def _iso(state: CallState) -> str | None:
+    return state.due_at.isoformat() if state.due_at else None

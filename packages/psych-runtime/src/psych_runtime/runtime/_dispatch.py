@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from psych_core import AgentSpec, ScopedStore, SecretResolver
+import json
+
+from psych_core import (
+    AgentSpec,
+    ScopedStore,
+    SecretResolver,
+    SpecError,
+    WorkflowSpec,
+    validation_errors,
+)
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._admission import admit
 from psych_runtime.runtime._clock import Clock, SystemClock
@@ -12,7 +21,7 @@ from psych_runtime.runtime._scoped import authorize
 
 async def dispatch(
     store: ScopedStore,
-    spec: AgentSpec,
+    spec: AgentSpec | WorkflowSpec,
     input: str,
     *,
     idempotency_key: str | None = None,
@@ -28,8 +37,13 @@ async def dispatch(
     ``dispatch`` of the agent (`spec.name`) first: `PolicyDenied` otherwise, and nothing is
     saved. With `secrets` (the resolver the workers are given), every value it knows is
     redacted from the recorded input, as from every record a worker writes.
+
+    A `WorkflowSpec`'s input is JSON text (``json.dumps({...})``), checked against its
+    `input_schema`: `SpecError` says what is wrong, and nothing is saved.
     """
     authorize(store, "dispatch", spec.name, function="dispatch")
+    if isinstance(spec, WorkflowSpec):
+        check_workflow_input(spec, input)
     now = (clock or SystemClock()).now()
     admitted_id, _created = await admit(
         store,
@@ -42,3 +56,22 @@ async def dispatch(
         idempotency_key=idempotency_key,
     )
     return admitted_id
+
+
+def check_workflow_input(spec: WorkflowSpec, input: str) -> None:
+    """Raise `SpecError` unless `input` is JSON text that `spec.input_schema` accepts."""
+    try:
+        value = json.loads(input)
+    except ValueError as exc:
+        raise SpecError(
+            f"dispatch: the input of workflow {spec.name!r} must be JSON text "
+            f"(json.dumps(...)): {exc}; nothing was admitted"
+        ) from None
+    if spec.input_schema is None:
+        return
+    problems = validation_errors(spec.input_schema, value, root="input", member="field")
+    if problems:
+        raise SpecError(
+            f"dispatch: the input of workflow {spec.name!r} does not match its input_schema: "
+            f"{'; '.join(problems[:10])}; nothing was admitted"
+        )

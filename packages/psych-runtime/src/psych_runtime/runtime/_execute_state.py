@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from psych_core import (
@@ -12,20 +13,31 @@ from psych_core import (
     RunState,
     ScopedStore,
     Store,
+    WorkflowSpec,
     fold_all,
 )
 
 
 async def load_spec(
     store: Store | ScopedStore, run_id: str, records: Sequence[Record]
-) -> AgentSpec:
-    """The spec the run was admitted with (named by its first record), from the store."""
+) -> AgentSpec | WorkflowSpec:
+    """The spec the run was admitted with (named by its first record), from the store: a
+    `WorkflowSpec` when its JSON says ``"kind": "workflow"``, else an `AgentSpec`."""
     admitted = records[0].body if records else None
     if not isinstance(admitted, RunAdmitted):
         raise FoldError(run_id, 0, "log does not start with run_admitted")
     text = await store.get_spec(admitted.spec_version)
     if text is None:
         raise FoldError(run_id, 0, f"spec {admitted.spec_version} is not in the store")
+    return spec_from_json(text)
+
+
+def spec_from_json(text: str) -> AgentSpec | WorkflowSpec:
+    """A stored spec, told apart by its ``kind``: an `AgentSpec` has none (adding one would
+    change every agent's version)."""
+    parsed = json.loads(text)
+    if isinstance(parsed, dict) and parsed.get("kind") == "workflow":
+        return WorkflowSpec.model_validate_json(text)
     return AgentSpec.model_validate_json(text)
 
 

@@ -10,6 +10,7 @@ from pydantic import JsonValue
 
 from psych_core import (
     AgentSpec,
+    AgentStep,
     AgentTool,
     CodeTool,
     HttpTool,
@@ -24,8 +25,20 @@ from psych_core import (
     ToolDefinition,
     ToolNotRegistered,
     ToolRef,
+    ToolStep,
+    WorkflowSpec,
+    WorkflowStep,
+    WorkflowTool,
+    call_name,
+    walk,
 )
-from psych_runtime.tools._agent import agent_definition, agent_input
+from psych_runtime.tools._agent import (
+    agent_definition,
+    agent_input,
+    workflow_definition,
+    workflow_input,
+)
+from psych_runtime.tools._builtin_waits import builtin_refs
 from psych_runtime.tools._code import CodeFunction
 from psych_runtime.tools._context import ToolContext
 from psych_runtime.tools._http import EgressPolicy, HttpTools
@@ -64,11 +77,15 @@ class ResolvedTool:
         """How the model is offered this tool."""
         if isinstance(self.ref, AgentTool):
             return agent_definition(self.ref)
+        if isinstance(self.ref, WorkflowTool):
+            return workflow_definition(self.ref)
         assert self.function is not None
         return self.function.definition(self.ref.description or None)
 
     def validate(self, arguments: str) -> dict[str, Any]:
         """The call's arguments, parsed and validated; `InvalidArguments` says what is wrong."""
+        if isinstance(self.ref, WorkflowTool):
+            return workflow_input(self.ref, arguments)
         if self.function is None:
             return agent_input(arguments)
         return self.function.validate(arguments)
@@ -107,23 +124,46 @@ class ToolRegistry:
         """The registered names, sorted."""
         return tuple(sorted(self._functions))
 
-    def missing(self, spec: AgentSpec) -> ToolNotRegistered | None:
+    def missing(self, spec: AgentSpec | WorkflowSpec) -> ToolNotRegistered | None:
         """The first tool `spec` names that this registry cannot run, as an error: a code tool
-        with no function, a sandbox tool with no sandbox (or one that refuses its terms)."""
+        with no function, a sandbox tool with no sandbox (or one that refuses its terms). A
+        workflow's tools are its tool steps' and those of its agent and nested workflow steps;
+        the built-in tools its sleep, wait and human steps call are always there."""
+        if isinstance(spec, WorkflowSpec):
+            return self._missing_in_workflow(spec)
         for ref in spec.tools:
-            match ref:
-                case CodeTool() if ref.name not in self._functions:
-                    return ToolNotRegistered(spec.name, ref.name, self.names)
-                case SandboxTool():
-                    problem = self._sandbox_problem(ref)
-                    if problem is not None:
-                        return SandboxToolUnavailable(spec.name, ref.name, problem)
-                case AgentTool():
-                    missing = self.missing(ref.spec)
-                    if missing is not None:
-                        return missing
+            missing = self._missing_tool(spec.name, ref, "AgentSpec")
+            if missing is not None:
+                return missing
+        return None
+
+    def _missing_in_workflow(self, spec: WorkflowSpec) -> ToolNotRegistered | None:
+        for step in walk(spec.steps):
+            match step:
+                case ToolStep(tool=tool):
+                    missing = self._missing_tool(spec.name, tool, "WorkflowSpec")
+                case AgentStep(agent=agent):
+                    missing = self.missing(agent)
+                case WorkflowStep(workflow=workflow):
+                    missing = self.missing(workflow)
                 case _:
-                    pass
+                    missing = None
+            if missing is not None:
+                return missing
+        return None
+
+    def _missing_tool(self, owner: str, ref: ToolRef, kind: str) -> ToolNotRegistered | None:
+        match ref:
+            case CodeTool() if ref.name not in self._functions:
+                return ToolNotRegistered(owner, ref.name, self.names, spec=kind)
+            case SandboxTool():
+                problem = self._sandbox_problem(ref)
+                if problem is not None:
+                    return SandboxToolUnavailable(owner, ref.name, problem, spec=kind)
+            case AgentTool() | WorkflowTool():
+                return self.missing(ref.spec)
+            case _:
+                pass
         return None
 
     def _sandbox_problem(self, ref: SandboxTool) -> str | None:
@@ -140,7 +180,7 @@ class ToolRegistry:
 
     def resolve(
         self,
-        spec: AgentSpec,
+        spec: AgentSpec | WorkflowSpec,
         scope: Scope | None = None,
         policy: Policy | None = None,
         allowed: Collection[str] | None = None,
@@ -151,7 +191,14 @@ class ToolRegistry:
         sandbox tool the sandbox), then only the names in `allowed` (a child run: the tools
         its parent could use), then only those `policy.narrow` keeps for `scope`. Resolved
         again before every model call; a call to any other tool is refused and never runs.
+
+        For a workflow, the names are those its steps call (`psych_core.call_name`): its tool
+        steps' tools (narrowed as above), ``agent:NAME`` and ``workflow:NAME`` for the child
+        runs of its agent and workflow steps (narrowed by the policy only: their own tools
+        are narrowed in the child), and the built-in waits, which are always there.
         """
+        if isinstance(spec, WorkflowSpec):
+            return self._resolve_workflow(spec, scope, policy, allowed)
         candidates: dict[str, ResolvedTool] = {}
         for ref in spec.tools:
             if allowed is not None and ref.name not in allowed:
@@ -159,10 +206,33 @@ class ToolRegistry:
             tool = self._bind(ref)
             if tool is not None:
                 candidates[ref.name] = tool
-        if policy is None or scope is None or not candidates:
-            return candidates
-        kept = set(policy.narrow(scope, tuple(candidates)))
-        return {name: tool for name, tool in candidates.items() if name in kept}
+        return _narrowed(candidates, scope, policy)
+
+    def _resolve_workflow(
+        self,
+        spec: WorkflowSpec,
+        scope: Scope | None,
+        policy: Policy | None,
+        allowed: Collection[str] | None,
+    ) -> Mapping[str, ResolvedTool]:
+        candidates: dict[str, ResolvedTool] = {}
+        for step in walk(spec.steps):
+            name = call_name(step)
+            match step:
+                case ToolStep(tool=tool) if allowed is None or tool.name in allowed:
+                    bound = self._bind(tool)
+                    if bound is not None:
+                        candidates[tool.name] = bound
+                case AgentStep(agent=agent) if name is not None:
+                    candidates[name] = ResolvedTool(AgentTool(name=step.name, spec=agent))
+                case WorkflowStep(workflow=workflow) if name is not None:
+                    candidates[name] = ResolvedTool(WorkflowTool(name=step.name, spec=workflow))
+                case _:
+                    pass
+        resolved = dict(_narrowed(candidates, scope, policy))
+        for name, (ref, executor) in builtin_refs().items():
+            resolved[name] = ResolvedTool(ref, executor)
+        return resolved
 
     def _bind(self, ref: ToolRef) -> ResolvedTool | None:
         match ref:
@@ -175,9 +245,18 @@ class ToolRegistry:
                 if self.sandbox is None:
                     return None
                 return ResolvedTool(ref, SandboxCall(ref, self.sandbox))
-            case AgentTool():
+            case AgentTool() | WorkflowTool():
                 return ResolvedTool(ref)
 
     async def aclose(self) -> None:
         """Close the connections the http tools opened."""
         await self._http.aclose()
+
+
+def _narrowed(
+    candidates: dict[str, ResolvedTool], scope: Scope | None, policy: Policy | None
+) -> Mapping[str, ResolvedTool]:
+    if policy is None or scope is None or not candidates:
+        return candidates
+    kept = set(policy.narrow(scope, tuple(candidates)))
+    return {name: tool for name, tool in candidates.items() if name in kept}

@@ -1,0 +1,152 @@
+"""What the workflow planner decides, as data a `StepsPlanned` record carries.
+
+A workflow run's log says everything its planner decided: the calls of each round of steps
+(`StepCall`) and the decisions that need no effect (`StepEvent`): a step settled (a map, a
+skipped guard, a tool's result read against its schema, a container whose steps all ended),
+state set, a container entered (a branch's choice, a foreach's items), an item or iteration
+started, a retry scheduled, a buffered event taken. The reducer applies them in order, so a
+reader folds the same progress the planner saw, without the spec.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from psych_core._workflow_spec import FailureKind
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StepFailure(_Event):
+    """Why a step failed.
+
+    Attributes:
+        kind: the failure's kind (``error``, ``timeout``, ``outcome_unknown``, ...).
+        error: what went wrong, naming the step.
+        step: the memo key of the step where the failure began (a container's failure is
+            the failure of a step inside it).
+    """
+
+    kind: FailureKind
+    error: str
+    step: str
+
+
+class StepCall(_Event):
+    """One call of a round: a tool step's tool, an agent or workflow step's child run, or a
+    built-in wait (a sleep, a wait for an event, a question to a person, a retry's wait).
+
+    Attributes:
+        call_id: the step's memo key (``orders[3].charge``), ``KEY#N`` for its try N, or
+            ``KEY~N`` for the wait before try N.
+        name: the tool called (see `psych_core.call_name`).
+        arguments: the resolved arguments, as JSON text: recorded, so the log says what ran.
+        due_at: when the step times out (a child run is cancelled then; a wait stops).
+    """
+
+    call_id: str
+    name: str
+    arguments: str
+    due_at: dt.datetime | None = None
+
+
+StepStatus = Literal["completed", "failed", "skipped"]
+"""How a settled step ended."""
+
+
+class StepSettled(_Event):
+    """A step (or a foreach item ``KEY[i]``, a loop iteration ``KEY[i]``) ended.
+
+    Attributes:
+        output: what it produced (null when it failed or was skipped).
+        failure: why it failed.
+    """
+
+    type: Literal["settled"] = "settled"
+    key: str
+    status: StepStatus
+    output: JsonValue = None
+    failure: StepFailure | None = None
+
+
+class StateSet(_Event):
+    """A set_state step ran: these ``state.NAME`` values are set, and the step settled with
+    them as its output."""
+
+    type: Literal["state_set"] = "state_set"
+    key: str
+    values: dict[str, JsonValue]
+
+
+class StepEntered(_Event):
+    """A container step started.
+
+    Attributes:
+        kind: which container.
+        cases: a branch's chosen cases, by index, in case order.
+        otherwise: whether a branch chose its `otherwise`.
+        items: a foreach's items, resolved when it started.
+        due_at: when it times out (its timeout, counted from now).
+    """
+
+    type: Literal["entered"] = "entered"
+    key: str
+    kind: Literal["parallel", "branch", "foreach", "loop"]
+    cases: tuple[int, ...] = ()
+    otherwise: bool = False
+    items: tuple[JsonValue, ...] = ()
+    due_at: dt.datetime | None = None
+
+
+class ItemStarted(_Event):
+    """Item `index` of the foreach `key` started (its steps are ``key[index].NAME``)."""
+
+    type: Literal["item_started"] = "item_started"
+    key: str
+    index: int = Field(ge=0)
+
+
+class IterationStarted(_Event):
+    """Iteration `iteration` of the loop `key` started (its steps are ``key[iteration].NAME``)."""
+
+    type: Literal["iteration_started"] = "iteration_started"
+    key: str
+    iteration: int = Field(ge=0)
+
+
+class StepRetrying(_Event):
+    """Try `attempt` of step `key` failed, and the step will be tried again: at `due_at` (the
+    run waits, holding no worker, in the call ``key~N``), or at once when it is None."""
+
+    type: Literal["retrying"] = "retrying"
+    key: str
+    attempt: int = Field(ge=1)
+    failure: StepFailure
+    due_at: dt.datetime | None = None
+
+
+class EventTaken(_Event):
+    """The wait step `key` took the oldest buffered event named `name` (one that arrived
+    before the step waited for it); its payload is the step's outcome."""
+
+    type: Literal["event_taken"] = "event_taken"
+    key: str
+    name: str
+
+
+StepEvent = Annotated[
+    StepSettled
+    | StateSet
+    | StepEntered
+    | ItemStarted
+    | IterationStarted
+    | StepRetrying
+    | EventTaken,
+    Field(discriminator="type"),
+]
+"""A decision of the workflow planner that needs no effect."""
