@@ -19,6 +19,7 @@ import pytest
 
 import psych_runtime
 from psych_runtime.testing.fake_model import FakeModel
+from psych_runtime.workflows import ForeachStep, HumanStep, Lit, Ref, ToolStep
 from psych_store_sqlite import SQLiteStore
 from tests._hostile_strings import HOSTILE, HUGE, assert_inert, assert_shows_every_piece
 
@@ -378,6 +379,10 @@ def boom(why: str) -> str:
     raise RuntimeError(why)
 
 
+ECHO = psych_runtime.CodeTool(name="echo")
+BOOM = psych_runtime.CodeTool(name="boom")
+
+
 def flood() -> str:
     """Return ten megabytes on one line."""
     return HOSTILE + HUGE
@@ -540,3 +545,87 @@ def test_an_error_naming_a_hostile_run_id_is_inert(hostile: HostileStore) -> Non
     assert "no run r\\x1b]52;c;cm0gLXJmIH4K\\x07\\u202e\\x9b2J[red]x[/red]" in re.sub(
         r"\x1b\[[0-9;]*m", "", done.stderr.decode()
     )
+
+
+@pytest.fixture(scope="module")
+def hostile_workflow(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A workflow run whose name, items, outputs, errors and question are hostile, waiting on
+    its human step: ``(store URL, run id)``."""
+    db = tmp_path_factory.mktemp("hostile-workflow") / "psych.db"
+    flow = psych_runtime.WorkflowSpec(
+        name="workflow " + HOSTILE,
+        steps=(
+            ForeachStep(
+                name="each",
+                items=Lit([HOSTILE, "plain"]),
+                steps=(ToolStep(name="say", tool=ECHO, arguments={"text": Ref("item")}),),
+            ),
+            ToolStep(
+                name="explode", tool=BOOM, arguments={"why": Lit(HOSTILE)}, on_failure="continue"
+            ),
+            HumanStep(name="ask", question=HOSTILE),
+        ),
+    )
+
+    async def main() -> str:
+        async with (
+            SQLiteStore(db, limits=BIG_LIMITS) as store,
+            psych_runtime.session(FakeModel(), tools=[echo, boom], store=store) as s,
+        ):
+            view = await s.ask(flow, json.dumps(HOSTILE))
+        assert view.status == "waiting"
+        return view.run_id
+
+    return f"sqlite:///{db}", asyncio.run(main())
+
+
+@pytest.mark.parametrize("colour", [False, True], ids=["plain", "colour"])
+def test_inspect_draws_a_workflows_step_tree_inert(
+    hostile_workflow: tuple[str, str], colour: bool
+) -> None:
+    url, run_id = hostile_workflow
+    done = psych_bytes("inspect", run_id, "--store", url, colour=colour)
+    assert done.returncode == 0, done.stderr
+    assert_inert(done.stdout, colour=colour)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout.decode())
+    assert_shows_every_piece(text)
+    lines = text.splitlines()
+    title = next(line for line in lines if line.startswith("Steps  workflow workflow <<"))
+    steps = lines.index(title)
+    tree = lines[steps : lines.index("Report")]
+    expected = [
+        "each  foreach  completed",
+        "[0] item <<\\x1b[2J",
+        "each[0].say  tool  completed  -> <<\\x1b[2J",
+        "[1] item plain  completed",
+        "each[1].say  tool  completed  -> plain",
+        "explode  tool  failed  error: step explode: error: RuntimeError: <<\\x1b[2J",
+        "ask  human  waiting  an answer to '<<\\x1b[2J",
+    ]
+    at = 0
+    for wanted in expected:
+        found = next(i for i, line in enumerate(tree) if i >= at and wanted in line)
+        at = found + 1
+    assert "step explode" in text
+
+
+def test_inspect_json_of_a_workflow_has_its_step_tree(hostile_workflow: tuple[str, str]) -> None:
+    url, run_id = hostile_workflow
+    done = psych_bytes("inspect", run_id, "--store", url, "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.isascii()
+    document = json.loads(done.stdout)
+    steps = document["workflow"]["steps"]
+    assert [(s["key"], s["status"]) for s in steps] == [
+        ("each", "completed"),
+        ("explode", "failed"),
+        ("ask", "waiting"),
+    ]
+    assert steps[0]["items"][0]["item"] == HOSTILE
+    assert steps[0]["items"][0]["steps"][0]["output"] == HOSTILE
+    assert [row["key"] for row in document["report"]["steps"]] == [
+        "each[0].say",
+        "each[1].say",
+        "explode",
+        "ask",
+    ]

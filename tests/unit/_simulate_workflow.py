@@ -19,6 +19,7 @@ from typing import Any, cast
 from pydantic import JsonValue
 
 from psych_core import (
+    BREAKPOINT_TOOL,
     HUMAN_TOOL,
     SLEEP_TOOL,
     WAIT_TOOL,
@@ -34,6 +35,7 @@ from psych_core import (
     Finished,
     InboxEntry,
     Record,
+    ReplayOf,
     Resume,
     RunAdmitted,
     RunCalls,
@@ -131,6 +133,9 @@ class Simulation:
         order: the order the calls of one `RunCalls` finish in (a permutation).
         crash_between: asked before each step whether the worker dies there (then a new
             attempt starts).
+        breakpoints, step_mode, replay_of: what the run's dispatch (or replay) chose; a pause
+            at a breakpoint is continued as soon as the run waits on it, unless
+            `continue_pauses` is False.
     """
 
     spec: WorkflowSpec
@@ -142,6 +147,10 @@ class Simulation:
     max_records: int = 3000
     records: list[Record] = field(default_factory=list)
     now: dt.datetime = T0
+    breakpoints: tuple[str, ...] = ()
+    step_mode: bool = False
+    replay_of: ReplayOf | None = None
+    continue_pauses: bool = True
 
     def __post_init__(self) -> None:
         self.state = RunState.empty(self.run_id, self.spec)
@@ -191,6 +200,9 @@ class Simulation:
                 spec_version=self.spec.version,
                 input=json.dumps(self.input),
                 scope=Scope(tenant="t"),
+                breakpoints=self.breakpoints,
+                step_mode=self.step_mode,
+                replay_of=self.replay_of,
             )
         )
         self.new_attempt()
@@ -241,6 +253,10 @@ class Simulation:
                     self.send(Deny(call_id=call.call.call_id, by="ann", reason="no"))
             if call.phase != "waiting" or name == SLEEP_TOOL:
                 continue
+            if name == BREAKPOINT_TOOL:
+                if self.continue_pauses:
+                    self.send(Resume(call_id=call.call.call_id, breakpoint=True))
+                continue
             outcome = self.script(call.call.call_id, name, arguments)
             if not isinstance(outcome, Ok):
                 continue
@@ -254,7 +270,7 @@ class Simulation:
     def _run_calls(self, calls: list[ToolCall]) -> None:
         for call in self.order(calls):
             arguments = json.loads(call.arguments or "{}")
-            if call.name in (SLEEP_TOOL, WAIT_TOOL, HUMAN_TOOL):
+            if call.name in (SLEEP_TOOL, WAIT_TOOL, HUMAN_TOOL, BREAKPOINT_TOOL):
                 due = arguments.get("due_at")
                 due_at = dt.datetime.fromisoformat(due) if due else None
                 self.add(ToolCallWaiting(call_id=call.call_id, due_at=due_at))

@@ -44,7 +44,12 @@ SAMPLES: dict[str, Any] = {
     "event": "paid",
     "step": "confirm",
     "answer": "yes",
+    "from_step": "confirm",
 }
+
+
+READS = ("status", "report", "read_log", "stream", "workflow_view")
+"""The functions that only read a run: each asks the policy for ``read``."""
 
 
 def lookup(order_id: str) -> str:
@@ -288,6 +293,8 @@ async def test_every_public_call_asks_the_policy_first() -> None:
                 "resume",
                 "send_event",
                 "answer",
+                "continue_run",
+                "replay",
                 "cancel",
                 "interrupt",
             }
@@ -304,7 +311,7 @@ async def test_every_public_call_asks_the_policy_first() -> None:
     assert (await psych_runtime.status(auditor, run_id)).status == "queued"
     assert await psych_runtime.read_log(auditor, run_id)
     for name, function in run_id_functions().items():
-        if name in ("status", "report", "read_log", "stream"):
+        if name in READS:
             continue
         with pytest.raises(PolicyDenied) as denied:
             await call(function, auditor, run_id)
@@ -319,7 +326,7 @@ async def test_reads_are_denied_to_a_principal_without_read() -> None:
     policy = Rules(denied_actions={"robot": {"read"}})
     run_id = await psych_runtime.dispatch(store.scoped(HOME), SPEC, "hi")
     robot = store.scoped(Scope(tenant="acme", principal="robot"), policy=policy)
-    for name in ("status", "report", "read_log", "stream"):
+    for name in READS:
         with pytest.raises(PolicyDenied, match=re.escape(f"may not read '{run_id}'")):
             await call(getattr(psych_runtime, name), robot, run_id)
 

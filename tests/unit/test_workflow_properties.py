@@ -1,6 +1,9 @@
 """Property tests of workflow logs: any prefix of any valid log folds, folding in chunks equals
 folding the whole (with or without the spec), and a step's memo key, and so every plan, does
-not depend on the order concurrent calls finish in, nor on crashes that re-run safe calls."""
+not depend on the order concurrent calls finish in, nor on crashes that re-run safe calls.
+Pausing before every step changes nothing but the pauses; a replay from any step copies what
+settled before it and ends alike; the step tree folds from any prefix and shows the progress
+the engine holds."""
 
 from __future__ import annotations
 
@@ -9,8 +12,23 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from psych_core import Record, RunState, ToolCall, WorkflowSpec, fold, fold_all
-from tests.unit._simulate_workflow import Crash, Outcome, Simulation, plans, settled
+from psych_core import (
+    Record,
+    ReplayOf,
+    RunState,
+    StepResult,
+    ToolCall,
+    WorkflowSpec,
+    copied_steps,
+    fold,
+    fold_all,
+    parse_call_id,
+    replay_start,
+    step_name,
+    walk,
+    workflow_view_of,
+)
+from tests.unit._simulate_workflow import Crash, Outcome, Simulation, call_ids, plans, settled
 from tests.unit._workflow_strategies import seeded_script, workflows
 
 FOLDS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,6 +53,21 @@ def _simulate(data: st.DataObject, spec: WorkflowSpec, seed: int, crashes: bool)
     )
     simulation.run()
     return simulation
+
+
+def _timeless(value: object) -> object:
+    """`value` with the times a sleep step ends at left out: a run that paused slept later."""
+    match value:
+        case {"until": str()}:
+            return "<a time>"
+        case dict():
+            return {key: _timeless(inner) for key, inner in value.items()}
+        case list() | tuple():
+            return [_timeless(inner) for inner in value]
+        case StepResult(status=status, output=output, failure=failure):
+            return (status, _timeless(output), failure)
+        case _:
+            return value
 
 
 def _same(a: RunState, b: RunState) -> None:
@@ -136,3 +169,103 @@ def test_no_completed_step_runs_twice_and_an_unsafe_one_only_once(
         if e.type in ("settled", "state_set")
     ]
     assert len(keys) == len(set(keys)) == len(settled(records))
+
+
+@FOLDS
+@given(workflows(), st.integers(0, 10_000))
+def test_pausing_before_every_step_changes_nothing_but_the_pauses(
+    spec: WorkflowSpec, seed: int
+) -> None:
+    # No call fails: a failure inside a foreach or a parallel stops what has not started yet,
+    # and pauses change what had started by then.
+    script = seeded_script(seed, failures=1_000_000)
+    calm = Simulation(spec, {"n": 1}, script=script)
+    calm.run()
+    stepped = Simulation(spec, {"n": 1}, script=script, step_mode=True)
+    stepped.run()
+    assert stepped.state.status == calm.state.status
+    assert _timeless(stepped.state.output) == _timeless(calm.state.output)
+    assert stepped.state.workflow is not None and calm.state.workflow is not None
+    assert _timeless(stepped.state.workflow.results) == _timeless(calm.state.workflow.results)
+    # Every step that started paused first, once, before its first try.
+    planned = call_ids(stepped.records)
+    paused = [c for c in planned if parse_call_id(c).pause]
+    assert len(paused) == len(set(paused))
+    for call_id in planned:
+        parsed = parse_call_id(call_id)
+        if parsed.is_try and parsed.attempt == 1:
+            assert planned.index(f"{parsed.key}!") < planned.index(call_id), call_id
+    assert sorted(c for c in planned if not c.endswith("!")) == sorted(call_ids(calm.records))
+
+
+@FOLDS
+@given(st.data(), workflows(), st.integers(0, 10_000))
+def test_a_replay_copies_what_settled_before_its_step_and_ends_alike(
+    data: st.DataObject, spec: WorkflowSpec, seed: int
+) -> None:
+    source = Simulation(spec, {"n": 1}, script=seeded_script(seed))
+    source.run()
+    leaves = [parse_call_id(c).key for c in call_ids(source.records)]
+    leaves += [key for key in settled(source.records) if not key.endswith("]")]
+    names = sorted({step_name(key) for key in leaves} | {step.name for step in walk(spec.steps)})
+    start_name = data.draw(st.sampled_from(names), label="from_step")
+    keyed = [key for key in leaves if step_name(key) == start_name]
+    given_as = data.draw(st.sampled_from([start_name, *keyed]), label="given as")
+    start = replay_start(spec, given_as)
+    copied = copied_steps(spec, spec, source.records, start)
+    replayed = Simulation(
+        spec,
+        {"n": 1},
+        script=seeded_script(seed),
+        run_id="W2",
+        replay_of=ReplayOf(run_id="W1", from_step=start, steps=copied),
+    )
+    replayed.run()
+    # Outcomes depend on the step's key alone, so the replay ends as the run it replays did
+    # (but for the times its sleeps end at: it slept later).
+    assert replayed.state.status == source.state.status
+    assert _timeless(replayed.state.output) == _timeless(source.state.output)
+    # Nothing copied ran again; every copied step settled as replayed, with its old result.
+    again = {parse_call_id(c).key for c in call_ids(replayed.records)}
+    assert not again & {step.key for step in copied}
+    marked = {
+        e.key: e
+        for r in replayed.records
+        if r.body.type == "steps_planned"
+        for e in r.body.events
+        if e.type in ("settled", "state_set") and e.replayed
+    }
+    reached = {key for key, _ in settled(replayed.records).items()}
+    assert set(marked) == {step.key for step in copied} & reached
+    before = settled(source.records)
+    for key in marked:
+        assert settled(replayed.records)[key] == before[key]
+    # The view of either run folds, and shows the copied steps as replayed.
+    view = workflow_view_of(spec, replayed.records)
+    assert {v.key for v in view.walk() if v.status == "replayed"} == set(marked)
+
+
+@FOLDS
+@given(st.data(), workflows(), st.integers(0, 10_000))
+def test_the_view_folds_every_prefix_and_agrees_with_the_progress(
+    data: st.DataObject, spec: WorkflowSpec, seed: int
+) -> None:
+    simulation = _simulate(data, spec, seed, crashes=True)
+    records = simulation.records
+    for end in range(1, len(records) + 1, max(1, len(records) // 12)):
+        workflow_view_of(spec, records[:end])
+    view = workflow_view_of(spec, records)
+    assert view.status == simulation.state.status
+    assert view.output == simulation.state.output
+    # Each live settled step shows the status and output the engine's progress holds.
+    progress = simulation.state.workflow
+    assert progress is not None
+    shown = {v.key: v for v in view.walk()}
+    for key, result in progress.results.items():
+        if key.endswith("]"):
+            continue
+        assert shown[key].status == result.status, key
+        assert shown[key].output == result.output, key
+    # A try is a row of the report, for every call of a step planned.
+    tries = {row.call_id for row in view.tries() if row.call_id is not None}
+    assert tries == {c for c in call_ids(records) if parse_call_id(c).is_try}

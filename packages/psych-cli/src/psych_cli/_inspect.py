@@ -17,7 +17,9 @@ from psych_cli._exit import CliError, ExitCode
 from psych_cli._inert import inert
 from psych_cli._render import header, plural, record_line, report_view, runs_table
 from psych_cli._stores import display_url, open_store
+from psych_cli._tree import steps_view
 from psych_runtime import Report, RunQuery, RunStatusName, ScopedStore
+from psych_runtime.workflows import WorkflowView
 
 _ENDED_BADLY = {"failed", "cancelled"}
 
@@ -101,9 +103,21 @@ async def inspect_run(
             for record in await psych_runtime.read_log(scoped, run_id):
                 console.print(record_line(record))
         report = await psych_runtime.report(scoped, run_id)
+        view = await _workflow_view(scoped, run_id)
+        if view is not None:
+            console.print()
+            console.print(steps_view(view))
         console.print()
         console.print(report_view(report))
         return _exit_for(report)
+
+
+async def _workflow_view(scoped: ScopedStore, run_id: str) -> WorkflowView | None:
+    """The run's step tree, when it is a workflow's run."""
+    try:
+        return await psych_runtime.workflow_view(scoped, run_id)
+    except psych_runtime.errors.NotReplayable:
+        return None
 
 
 async def _inspect_json(
@@ -115,6 +129,9 @@ async def _inspect_json(
             _print_json(console, {"record": record.model_dump(mode="json")})
         report = await psych_runtime.report(scoped, run_id)
         _print_json(console, {"report": report.model_dump(mode="json")})
+        view = await _workflow_view(scoped, run_id)
+        if view is not None:
+            _print_json(console, {"workflow": view.model_dump(mode="json")})
         return _exit_for(report)
     status = await psych_runtime.status(scoped, run_id)
     records = await psych_runtime.read_log(scoped, run_id)
@@ -124,6 +141,9 @@ async def _inspect_json(
         "records": [record.model_dump(mode="json") for record in records],
         "report": report.model_dump(mode="json"),
     }
+    view = await _workflow_view(scoped, run_id)
+    if view is not None:
+        document["workflow"] = view.model_dump(mode="json")
     _print_json(console, document, indent=2)
     return _exit_for(report)
 

@@ -3,7 +3,7 @@
 Everything here is a view of values read from the log; nothing is computed twice. Record
 types this version does not know are shown with their fields, never dropped.
 
-Every string here becomes screen text through `_text` (or `short`, whose result does), which
+Every string here becomes screen text through `text` (or `short`, whose result does), which
 makes it inert first: a log string is shown, never obeyed, whatever control sequences or rich
 markup it holds. The views are ``Text`` objects, which rich never parses for markup.
 """
@@ -42,7 +42,7 @@ _TYPE_STYLE = {
 }
 
 
-def _text(value: str, style: str = "") -> Text:
+def text(value: str, style: str = "") -> Text:
     """The one way a string becomes screen text in this module: made inert first."""
     return Text(inert(value), style=style)
 
@@ -50,7 +50,7 @@ def _text(value: str, style: str = "") -> Text:
 def status_text(status: str, waiting: str | None = None) -> Text:
     """``completed``, or ``waiting (approval)``, styled."""
     label = f"{status} ({waiting})" if waiting else status
-    return _text(label, _STATUS_STYLE.get(status, "bold"))
+    return text(label, _STATUS_STYLE.get(status, "bold"))
 
 
 def plural(count: int, noun: str) -> str:
@@ -68,19 +68,19 @@ def short(value: Any, width: int = 60) -> str:
 def header(status: RunStatus, *, tenant: str, store: str) -> RenderableType:
     """Who the run is and where it stands, in two lines."""
     first = Text.assemble(
-        _text("run ", "dim"),
-        _text(status.run_id, "bold"),
+        text("run ", "dim"),
+        text(status.run_id, "bold"),
         "  ",
-        _text(status.agent or "?", "cyan"),
+        text(status.agent or "?", "cyan"),
         "  ",
         status_text(status.status, status.waiting),
     )
-    second = _text(f"tenant {tenant} · store {store} · attempt {status.attempt}", "dim")
+    second = text(f"tenant {tenant} · store {store} · attempt {status.attempt}", "dim")
     lines: list[RenderableType] = [first, second]
     if status.waiting_for:
-        lines.append(_text(f"waiting for: {', '.join(status.waiting_for)}", "magenta"))
+        lines.append(text(f"waiting for: {', '.join(status.waiting_for)}", "magenta"))
     if status.error:
-        lines.append(_text(f"{status.failure_reason or 'error'}: {status.error}", "red"))
+        lines.append(text(f"{status.failure_reason or 'error'}: {status.error}", "red"))
     return Group(*lines)
 
 
@@ -91,8 +91,8 @@ def record_line(record: Record) -> Text:
     line.append(f"{record.seq:>4}  ", style="bold")
     line.append(f"{record.at:%H:%M:%S.%f}"[:-3] + "  ", style="dim")
     line.append(f"a{record.attempt:<3}", style="dim")
-    line.append_text(_text(f"{kind:<20} ", _TYPE_STYLE.get(kind, "cyan")))
-    line.append_text(_text(summary(record)))
+    line.append_text(text(f"{kind:<20} ", _TYPE_STYLE.get(kind, "cyan")))
+    line.append_text(text(summary(record)))
     line.rstrip()
     return line
 
@@ -133,10 +133,32 @@ def summary(record: Record) -> str:
             return f"waiting for {fields['reason']}{calls}{due}"
         case "run_failed":
             return f"{fields['reason']}: {short(fields['error'])}"
+        case "steps_planned":
+            return _round(fields)
         case "run_completed":
-            return ""
+            return f"output {short(fields['output'])}" if fields.get("output") is not None else ""
         case _:
             return short(" ".join(f"{key}={_plain(value)}" for key, value in fields.items()), 90)
+
+
+def _round(fields: dict[str, Any]) -> str:
+    """A workflow round: the calls it starts and the steps it settled."""
+    parts = []
+    calls = [call["call_id"] for call in fields.get("calls", ())]
+    if calls:
+        parts.append(f"starts {', '.join(calls)}")
+    settled = [
+        f"{event['key']} {_settled_as(event)}"
+        for event in fields.get("events", ())
+        if event["type"] in ("settled", "state_set")
+    ]
+    if settled:
+        parts.append(f"settles {', '.join(settled)}")
+    return short("; ".join(parts) or "plans nothing new", 120)
+
+
+def _settled_as(event: dict[str, Any]) -> str:
+    return "replayed" if event.get("replayed") else str(event.get("status", "completed"))
 
 
 def _model_call(fields: dict[str, Any]) -> str:
@@ -161,11 +183,11 @@ def _plain(value: Any) -> str:
 
 def report_view(report: Report) -> RenderableType:
     """The report: outcome, counts, usage and cost, then one line per tool call."""
-    lines: list[RenderableType] = [_text("Report", "bold underline")]
+    lines: list[RenderableType] = [text("Report", "bold underline")]
 
     def fact(label: str, value: str | Text, style: str = "") -> None:
-        line = _text(f"  {label:<12}", "dim")
-        line.append_text(value if isinstance(value, Text) else _text(value, style))
+        line = text(f"  {label:<12}", "dim")
+        line.append_text(value if isinstance(value, Text) else text(value, style))
         lines.append(line)
 
     fact("status", status_text(report.status))
@@ -193,18 +215,18 @@ def report_view(report: Report) -> RenderableType:
     if report.children:
         fact("children", ", ".join(report.children))
     if report.tool_calls:
-        lines.append(_text("Tool calls", "bold underline"))
+        lines.append(text("Tool calls", "bold underline"))
         for call in report.tool_calls:
-            line = _text(f"  {call.call_id:<6} {call.name}  ")
-            line.append_text(_text(call.outcome, _OUTCOME_STYLE.get(call.outcome, "")))
-            line.append_text(_text(f"  {short(call.arguments, 60)}"))
+            line = text(f"  {call.call_id:<6} {call.name}  ")
+            line.append_text(text(call.outcome, _OUTCOME_STYLE.get(call.outcome, "")))
+            line.append_text(text(f"  {short(call.arguments, 60)}"))
             if call.error is not None:
-                line.append_text(_text(f" -> {short(call.error, 80)}", "red"))
+                line.append_text(text(f" -> {short(call.error, 80)}", "red"))
             elif call.outcome == "succeeded":
-                line.append_text(_text(f" -> {short(call.result, 80)}"))
+                line.append_text(text(f" -> {short(call.result, 80)}"))
             if call.approved is not None:
                 verdict = "approved" if call.approved else "denied"
-                line.append_text(_text(f" ({verdict} by {call.decided_by})", "magenta"))
+                line.append_text(text(f" ({verdict} by {call.decided_by})", "magenta"))
             lines.append(line)
     return Group(*lines)
 
@@ -230,7 +252,7 @@ def runs_table(rows: tuple[RunRow, ...]) -> Table:
     table = Table(box=None, padding=(0, 2, 0, 0), pad_edge=False, header_style="dim")
     # A run id is what the reader copies into `psych inspect`: its column is not cut (up to
     # a length no generated id comes near), and an agent's name gets the room a name needs.
-    ids = [_text(row.run_id) for row in rows]
+    ids = [text(row.run_id) for row in rows]
     widest = min(max((len(i) for i in ids), default=0), 64)
     table.add_column("run", no_wrap=True, min_width=widest)
     table.add_column("agent", no_wrap=True, max_width=40, overflow="ellipsis")
@@ -239,10 +261,10 @@ def runs_table(rows: tuple[RunRow, ...]) -> Table:
     for run_id, row in zip(ids, rows, strict=True):
         table.add_row(
             run_id,
-            _text(short(row.agent, 40)),
+            text(short(row.agent, 40)),
             status_text(row.status, row.waiting),
-            _text(str(row.attempt)),
-            _text(f"{row.created_at:%Y-%m-%d %H:%M:%S}"),
-            _text(f"{row.updated_at:%Y-%m-%d %H:%M:%S}"),
+            text(str(row.attempt)),
+            text(f"{row.created_at:%Y-%m-%d %H:%M:%S}"),
+            text(f"{row.updated_at:%Y-%m-%d %H:%M:%S}"),
         )
     return table

@@ -46,6 +46,7 @@ from psych_core._errors import (
     ModelError,
     NewerLog,
     NotAwaitingApproval,
+    NotReplayable,
     OutputUnavailable,
     PolicyDenied,
     PsychError,
@@ -150,11 +151,13 @@ from psych_core._state import (
 )
 from psych_core._templates import UrlTemplate, placeholders
 from psych_core._usage import Cost, CostSource, Usage, UsageSource
-from psych_core._waits import resume_target, wait_event
+from psych_core._waits import resume_target, resume_targets, wait_event
 from psych_core._workflow_events import (
+    CopiedStep,
     EventTaken,
     ItemStarted,
     IterationStarted,
+    ReplayOf,
     StateSet,
     StepCall,
     StepEntered,
@@ -167,13 +170,19 @@ from psych_core._workflow_events import (
 from psych_core._workflow_keys import (
     CallKey,
     backoff_call_id,
+    key_parts,
     parse_call_id,
+    pause_call_id,
     step_name,
     try_call_id,
 )
 from psych_core._workflow_plan import MAX_PLANNED, End, Plan, plan_round
+from psych_core._workflow_replay import copied_steps, replay_start
+from psych_core._workflow_scope import step_place
 from psych_core._workflow_spec import (
+    BREAKPOINT_TOOL,
     BUILTIN_TOOLS,
+    CONTAINERS,
     HUMAN_TOOL,
     SLEEP_TOOL,
     WAIT_TOOL,
@@ -221,6 +230,16 @@ from psych_core._workflow_state import (
     WorkflowProgress,
 )
 from psych_core._workflow_values import Unresolved, holds, resolve
+from psych_core._workflow_view import (
+    ItemStatus,
+    ItemView,
+    StepTry,
+    StepView,
+    StepViewStatus,
+    TryOutcome,
+    WorkflowView,
+    workflow_view_of,
+)
 from psych_core.ports import (
     GUARANTEES,
     KERNEL_GUARANTEES,
@@ -319,6 +338,8 @@ __all__ = [
     "SLEEP_TOOL",
     "WAIT_TOOL",
     "HUMAN_TOOL",
+    "BREAKPOINT_TOOL",
+    "CONTAINERS",
     "call_name",
     "children",
     "walk",
@@ -388,6 +409,8 @@ __all__ = [
     "IterationStarted",
     "StepRetrying",
     "EventTaken",
+    "ReplayOf",
+    "CopiedStep",
     # reducer
     "FINAL_STATUSES",
     "UNKNOWN_OUTCOME",
@@ -405,6 +428,7 @@ __all__ = [
     "ProgressWriter",
     "EMPTY_PROGRESS",
     "resume_target",
+    "resume_targets",
     "wait_event",
     "fold",
     "fold_all",
@@ -441,13 +465,26 @@ __all__ = [
     "plan_round",
     "CallKey",
     "backoff_call_id",
+    "pause_call_id",
+    "key_parts",
     "parse_call_id",
     "step_name",
     "try_call_id",
+    "replay_start",
+    "copied_steps",
+    "step_place",
     "Unresolved",
     "holds",
     "resolve",
     # read models
+    "WorkflowView",
+    "StepView",
+    "ItemView",
+    "StepTry",
+    "StepViewStatus",
+    "ItemStatus",
+    "TryOutcome",
+    "workflow_view_of",
     "RejectedOutput",
     "Report",
     "RunStatus",
@@ -518,6 +555,7 @@ __all__ = [
     "LeaseExpired",
     "ModelError",
     "NotAwaitingApproval",
+    "NotReplayable",
     "OutputUnavailable",
     "PolicyDenied",
     "PsychError",

@@ -10,6 +10,7 @@
     │   └── NewerLog              the log was written by a newer psych-core than this one
     ├── RunNotFound               no such run in this scope (another tenant's run looks the same)
     ├── NotAwaitingApproval       approve/deny named a call that is not waiting for a decision
+    ├── NotReplayable             replay or workflow_view named a run or a step they cannot use
     ├── OutputUnavailable         a run's output cannot be read as the model asked for
     ├── ModelError                the model client failed to produce a turn
     ├── SandboxError              a sandbox could not run a program as asked
@@ -149,6 +150,16 @@ class RunNotFound(PsychError, LookupError):
         super().__init__(
             f"run {run_id} not found in this scope: check the id and the tenant of the store"
         )
+
+
+class NotReplayable(PsychError, ValueError):
+    """`replay` (or `workflow_view`) named a run or a step it cannot use: an agent's run, a
+    run that has not ended, a step the workflow does not have."""
+
+    def __init__(self, run_id: str, problem: str) -> None:
+        self.run_id = run_id
+        self.problem = problem
+        super().__init__(f"run {run_id}: {problem}")
 
 
 class NotAwaitingApproval(PsychError, LookupError):

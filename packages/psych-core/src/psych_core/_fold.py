@@ -43,7 +43,7 @@ from psych_core._records import (
 )
 from psych_core._signals import Cancel, ChildEnded, Resume, UserInput
 from psych_core._state import CallOutcome, CallPhase, CallState, RunState
-from psych_core._waits import resume_target, wait_event
+from psych_core._waits import resume_targets, wait_event
 from psych_core._workflow_state import EMPTY_PROGRESS, ProgressWriter
 
 UNKNOWN_OUTCOME = (
@@ -456,10 +456,12 @@ def _signal(state: RunState, record: Record, body: SignalReceived) -> RunState:
     n = record.seq + 1
     match body.signal:
         case Resume(payload=payload) as resume:
-            target, why = resume_target(state, resume)
-            if target is not None:
-                resumed = replace(target, phase="resumed", payload=payload)
-                return replace(state, next_seq=n, calls=_with_call(state, resumed))
+            targets, why = resume_targets(state, resume)
+            if targets:
+                for target in targets:
+                    resumed = replace(target, phase="resumed", payload=payload)
+                    state = replace(state, calls=_with_call(state, resumed))
+                return replace(state, next_seq=n)
             if resume.event is not None and resume.call_id is None:
                 # A workflow's event that came before its wait step waits: kept for it.
                 progress = (state.workflow or EMPTY_PROGRESS).buffered(resume.event, payload)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from psych_core._records import ApprovalDecided, Body, SignalIgnored, SignalReceived
 from psych_core._signals import Approve, Cancel, ChildEnded, Deny, InboxEntry, Resume, UserInput
 from psych_core._state import RunState
-from psych_core._waits import buffers, resume_target
+from psych_core._waits import buffers, resume_targets
 from psych_core._workflow_spec import WorkflowSpec
 
 
@@ -41,8 +41,8 @@ def receive(state: RunState, entry: InboxEntry) -> Body:
                 reason=signal.reason,
             )
         case Resume():
-            target, why = resume_target(state, signal)
-            if target is None and not buffers(state, signal):
+            targets, why = resume_targets(state, signal)
+            if not targets and not buffers(state, signal):
                 return _ignored(entry, why)
         case Cancel():
             if state.cancel is not None:

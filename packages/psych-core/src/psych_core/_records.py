@@ -16,7 +16,7 @@ from psych_core._messages import ToolCall
 from psych_core._scope import Scope
 from psych_core._signals import Signal
 from psych_core._usage import Cost, Usage, UsageSource
-from psych_core._workflow_events import StepCall, StepEvent
+from psych_core._workflow_events import ReplayOf, StepCall, StepEvent
 
 SCHEMA_VERSION = 1
 """The version of the record format this package writes; carried by every `RunAdmitted`."""
@@ -31,6 +31,11 @@ class RunAdmitted(_Body):
 
     A child run (a subagent's) names its parent run and call, and the tools its parent could
     use: the child is never offered a tool outside them.
+
+    A workflow run may carry what its dispatch chose for debugging (not part of the spec, so
+    the version does not change): `breakpoints` (step names or memo keys it pauses before)
+    and `step_mode` (it pauses before every step). A run admitted by `replay` names the run
+    it replays and the steps it copies from it (`replay_of`).
     """
 
     type: Literal["run_admitted"] = "run_admitted"
@@ -42,6 +47,9 @@ class RunAdmitted(_Body):
     parent_run_id: str | None = None
     parent_call_id: str | None = None
     allowed_tools: tuple[str, ...] | None = None
+    breakpoints: tuple[str, ...] = ()
+    step_mode: bool = False
+    replay_of: ReplayOf | None = None
 
 
 class AttemptStarted(_Body):

@@ -31,6 +31,8 @@ from psych_core._records import (
 )
 from psych_core._state import RunState, RunStatusName, WaitingReason
 from psych_core._usage import Cost, CostSource, Usage, UsageSource
+from psych_core._workflow_spec import WorkflowSpec
+from psych_core._workflow_view import StepTry, workflow_view_of
 
 ToolOutcome = Literal["succeeded", "failed", "unknown", "pending"]
 """How a tool call ended. ``unknown``: it started and its worker died before it reported."""
@@ -196,6 +198,8 @@ class Report(_View):
         children: the child runs its subagent calls started (each has its own report).
         rejected_outputs: the final answers that were rejected, in order; the model was asked
             again after each, unless the run then failed with reason ``invalid_output``.
+        steps: a workflow run's steps, one row per try, in the order they started (each
+            try's call is in `tool_calls` too); empty for an agent run.
     """
 
     run_id: str
@@ -212,6 +216,7 @@ class Report(_View):
     own_totals: Totals
     children: tuple[str, ...] = ()
     rejected_outputs: tuple[RejectedOutput, ...] = ()
+    steps: tuple[StepTry, ...] = ()
     attempts: int
     started_at: dt.datetime
     ended_at: dt.datetime | None = None
@@ -219,6 +224,9 @@ class Report(_View):
 
 def build_report(state: RunState, records: Iterable[Record]) -> Report:
     """The report of a run: `records` is its whole log, `state` an empty state to fold into."""
+    records = list(records)
+    spec = state.spec
+    steps = workflow_view_of(spec, records).tries() if isinstance(spec, WorkflowSpec) else ()
     calls: dict[str, dict[str, object]] = {}
     started_at: dt.datetime | None = None
     last_at: dt.datetime | None = None
@@ -327,6 +335,7 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
         own_totals=totals,
         children=tuple(children),
         rejected_outputs=tuple(rejected),
+        steps=steps,
         attempts=state.attempt,
         started_at=started_at,
         ended_at=last_at if state.ended else None,

@@ -42,13 +42,16 @@ class Resume(_Signal):
     Aimed at one waiting call: `call_id` names it (a workflow's human step by its memo key or
     its step name: `answer`), `event` names the event a workflow's wait step waits for
     (`send_event`); with neither, it ends the first waiting call's wait. A named event that
-    no step waits for yet is kept for the first wait step that asks for it.
+    no step waits for yet is kept for the first wait step that asks for it. With
+    `breakpoint`, it is aimed only at a workflow step paused at a breakpoint (`continue_run`),
+    and any other resume never ends such a pause.
     """
 
     kind: Literal["resume"] = "resume"
     payload: JsonValue = None
     event: str | None = None
     call_id: str | None = None
+    breakpoint: bool = False
 
 
 class Cancel(_Signal):

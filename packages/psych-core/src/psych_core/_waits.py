@@ -9,7 +9,7 @@ from psych_core._messages import ToolCall
 from psych_core._signals import Resume
 from psych_core._state import CallState, RunState
 from psych_core._workflow_keys import parse_call_id, step_name
-from psych_core._workflow_spec import WAIT_TOOL, WaitStep, WorkflowSpec, walk
+from psych_core._workflow_spec import BREAKPOINT_TOOL, WAIT_TOOL, WaitStep, WorkflowSpec, walk
 
 
 def wait_event(call: ToolCall) -> str | None:
@@ -30,9 +30,17 @@ def resume_target(state: RunState, resume: Resume) -> tuple[CallState | None, st
     A resume naming a call (`Resume.call_id`) ends the waiting call with that id, else the one
     whose step key or step name it is, when only one is (so ``answer(..., "approve")`` finds
     ``orders[2].approve#2``). One naming an event ends the first call waiting for that event.
-    One naming neither ends the first waiting call.
+    One naming neither ends the first waiting call. A resume for a breakpoint
+    (`Resume.breakpoint`) is aimed only at the pauses at breakpoints, and any other only at
+    the other waiting calls.
     """
-    waiting = [c for c in state.calls if c.phase == "waiting"]
+    waiting = [
+        c
+        for c in state.calls
+        if c.phase == "waiting" and (c.call.name == BREAKPOINT_TOOL) == resume.breakpoint
+    ]
+    if resume.breakpoint and not waiting:
+        return None, "no step of this run is paused at a breakpoint"
     if resume.call_id is not None:
         wanted = resume.call_id
         for match in (
@@ -57,10 +65,23 @@ def resume_target(state: RunState, resume: Resume) -> tuple[CallState | None, st
     return None, "the run was not waiting for a resume"
 
 
+def resume_targets(state: RunState, resume: Resume) -> tuple[tuple[CallState, ...], str]:
+    """The waiting calls `resume` ends, or none and why: the one `resume_target` finds, or,
+    for a resume for a breakpoint that names no step, every pause at a breakpoint (a round
+    goes on only when all of its calls have ended)."""
+    if resume.breakpoint and resume.call_id is None:
+        paused = tuple(
+            c for c in state.calls if c.phase == "waiting" and c.call.name == BREAKPOINT_TOOL
+        )
+        return paused, "" if paused else "no step of this run is paused at a breakpoint"
+    target, why = resume_target(state, resume)
+    return ((target,) if target is not None else ()), why
+
+
 def buffers(state: RunState, resume: Resume) -> bool:
     """Whether a named event that no call waits for yet is kept for a later wait step: when the
     run is a workflow that has a wait step for it."""
-    if resume.event is None or resume.call_id is not None:
+    if resume.event is None or resume.call_id is not None or resume.breakpoint:
         return False
     spec = state.spec
     return isinstance(spec, WorkflowSpec) and any(

@@ -6,6 +6,10 @@ skipped guard, a tool's result read against its schema, a container whose steps 
 state set, a container entered (a branch's choice, a foreach's items), an item or iteration
 started, a retry scheduled, a buffered event taken. The reducer applies them in order, so a
 reader folds the same progress the planner saw, without the spec.
+
+A run that replays another (`psych_runtime.replay`) names it in its `RunAdmitted`
+(`ReplayOf`), with the steps it copies from it (`CopiedStep`); the planner settles each of
+them as ``replayed`` when the walk reaches it, instead of running it.
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ class StepSettled(_Event):
     Attributes:
         output: what it produced (null when it failed or was skipped).
         failure: why it failed.
+        replayed: the step did not run in this run: its result was copied from the run this
+            one replays (`RunAdmitted.replay_of`).
     """
 
     type: Literal["settled"] = "settled"
@@ -72,6 +78,7 @@ class StepSettled(_Event):
     status: StepStatus
     output: JsonValue = None
     failure: StepFailure | None = None
+    replayed: bool = False
 
 
 class StateSet(_Event):
@@ -81,6 +88,7 @@ class StateSet(_Event):
     type: Literal["state_set"] = "state_set"
     key: str
     values: dict[str, JsonValue]
+    replayed: bool = False
 
 
 class StepEntered(_Event):
@@ -150,3 +158,28 @@ StepEvent = Annotated[
     Field(discriminator="type"),
 ]
 """A decision of the workflow planner that needs no effect."""
+
+
+class CopiedStep(_Event):
+    """A step a replaying run copies from the run it replays: the step's memo key, the kind
+    of step that settled there, and how it ended (only completed and skipped steps are
+    copied; a failed one runs again)."""
+
+    key: str
+    kind: str
+    status: Literal["completed", "skipped"]
+    output: JsonValue = None
+
+
+class ReplayOf(_Event):
+    """The run a replaying run starts from.
+
+    Attributes:
+        run_id: the run replayed (left untouched).
+        from_step: the memo key from which steps run again (`psych_runtime.replay`).
+        steps: the steps settled before it in the replayed run, copied.
+    """
+
+    run_id: str
+    from_step: str
+    steps: tuple[CopiedStep, ...] = ()

@@ -21,6 +21,11 @@ Semantics the walk fixes:
   no worker; a backoff of 0 starts the next try in the same round.
 - A container's timeout is checked between rounds, and caps the waits and child runs inside it.
 - A round makes at most `MAX_PLANNED` decisions; the rest are planned in the rounds after.
+- A step that the run's dispatch chose to break before (`RunAdmitted.breakpoints`, or every
+  step in `step_mode`) first makes a call of the built-in breakpoint (``KEY!``), which waits
+  for `continue_run`; then the step starts (its guard read again).
+- A run that replays another settles the steps it copied (`RunAdmitted.replay_of`) as
+  ``replayed`` when the walk reaches them, of the same kind, instead of starting them.
 """
 
 from __future__ import annotations
@@ -28,15 +33,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
 from psych_core._errors import CorruptLog
 from psych_core._json_schema import validation_errors
-from psych_core._records import ToolFailureReason
+from psych_core._records import RunAdmitted, ToolFailureReason
 from psych_core._state import CallOutcome, CallState, RunState
 from psych_core._workflow_events import (
+    CopiedStep,
     EventTaken,
     ItemStarted,
     IterationStarted,
@@ -48,8 +55,17 @@ from psych_core._workflow_events import (
     StepRetrying,
     StepSettled,
 )
-from psych_core._workflow_keys import backoff_call_id, indexed, parse_call_id, try_call_id
+from psych_core._workflow_keys import (
+    backoff_call_id,
+    indexed,
+    parse_call_id,
+    pause_call_id,
+    try_call_id,
+)
+from psych_core._workflow_scope import KEPT, ROOT, Scope, StepEnv, earliest, places
 from psych_core._workflow_spec import (
+    BREAKPOINT_TOOL,
+    CONTAINERS,
     SLEEP_TOOL,
     AgentStep,
     BranchStep,
@@ -67,7 +83,6 @@ from psych_core._workflow_spec import (
     WorkflowSpec,
     WorkflowStep,
     call_name,
-    children,
 )
 from psych_core._workflow_state import (
     EMPTY_PROGRESS,
@@ -147,176 +162,6 @@ class _LimitReached(Exception):
         self.key = key
 
 
-# -- the spec's tree, indexed once per spec --------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Place:
-    """Where a step is: the foreach and loop steps around it, outermost first."""
-
-    step: Step
-    around: tuple[tuple[str, bool], ...]  # (container name, is a loop)
-
-
-_INDEXES: OrderedDict[int, tuple[WorkflowSpec, dict[str, _Place]]] = OrderedDict()
-_INDEXES_KEPT = 64
-
-
-def _index(spec: WorkflowSpec) -> dict[str, _Place]:
-    # Keyed by identity, holding the spec so its id is not reused: a worker plans many rounds
-    # of the same spec object, and the index costs a walk of the whole tree.
-    found = _INDEXES.get(id(spec))
-    if found is not None and found[0] is spec:
-        return found[1]
-    places: dict[str, _Place] = {}
-
-    def visit(steps: tuple[Step, ...], around: tuple[tuple[str, bool], ...]) -> None:
-        for step in steps:
-            places[step.name] = _Place(step, around)
-            inner = around
-            if isinstance(step, ForeachStep | LoopStep):
-                inner = (*around, (step.name, isinstance(step, LoopStep)))
-            visit(children(step), inner)
-
-    visit(spec.steps, ())
-    _INDEXES[id(spec)] = (spec, places)
-    while len(_INDEXES) > _INDEXES_KEPT:
-        _INDEXES.popitem(last=False)
-    return places
-
-
-# -- scopes ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """Where the walk is: the key prefix of the items and iterations around it, and what
-    ``item``, ``index`` and ``iteration`` mean there."""
-
-    prefix: str = ""
-    around: tuple[tuple[str, int], ...] = ()
-    item: JsonValue = None
-    index: int | None = None
-    iteration: int | None = None
-    deadline: dt.datetime | None = None
-
-    def key(self, name: str) -> str:
-        return self.prefix + name
-
-    def into(
-        self,
-        name: str,
-        number: int,
-        *,
-        item: JsonValue = None,
-        foreach: bool = False,
-    ) -> _Scope:
-        return _Scope(
-            prefix=f"{self.prefix}{indexed(name, number)}.",
-            around=(*self.around, (name, number)),
-            item=item if foreach else self.item,
-            index=number if foreach else self.index,
-            iteration=self.iteration if foreach else number,
-            deadline=self.deadline,
-        )
-
-    def at_iteration(self, number: int) -> _Scope:
-        return _Scope(
-            self.prefix, self.around, self.item, self.index, number, deadline=self.deadline
-        )
-
-    def until(self, deadline: dt.datetime | None) -> _Scope:
-        return _Scope(
-            self.prefix,
-            self.around,
-            self.item,
-            self.index,
-            self.iteration,
-            deadline=_earliest(self.deadline, deadline),
-        )
-
-
-_ROOT = _Scope()
-
-
-class _Env:
-    """Where the references of a step in `scope` start."""
-
-    def __init__(self, planner: _Planner, scope: _Scope) -> None:
-        self.planner = planner
-        self.scope = scope
-
-    def start(self, path: str, parts: list[str]) -> tuple[JsonValue, int]:
-        scope = self.scope
-        match parts[0]:
-            case "input":
-                return self.planner.input, 1
-            case "state":
-                values = self.planner.work.values
-                if len(parts) == 1:
-                    return dict(values), 1
-                if parts[1] not in values:
-                    raise Unresolved(
-                        path, f"state.{parts[1]} is not set (no set_state step has set it yet)"
-                    )
-                return values[parts[1]], 2
-            case "item" | "index":
-                if scope.index is None:
-                    raise Unresolved(path, f"{parts[0]} is defined only inside a foreach step")
-                return (scope.item, 1) if parts[0] == "item" else (scope.index, 1)
-            case "iteration":
-                if scope.iteration is None:
-                    raise Unresolved(path, "iteration is defined only inside a loop step")
-                return scope.iteration, 1
-            case _:
-                return self._step(path, parts), 3
-
-    def _step(self, path: str, parts: list[str]) -> JsonValue:
-        name, what = parts[1], parts[2]
-        place = self.planner.places.get(name)
-        if place is None:
-            raise Unresolved(path, f"this workflow has no step named {name!r}")
-        key = self._key(path, name, place)
-        result = self.planner.work.results.get(key)
-        if result is None:
-            raise Unresolved(path, f"step {key} has not run (it has not settled, or never ran)")
-        match what:
-            case "output":
-                return result.output
-            case "status":
-                return result.status
-            case _:
-                failure = result.failure
-                if failure is None:
-                    return None
-                return {"kind": failure.kind, "error": failure.error, "step": failure.step}
-
-    def _key(self, path: str, name: str, place: _Place) -> str:
-        prefix = ""
-        inside = True
-        for depth, (container, is_loop) in enumerate(place.around):
-            if inside and depth < len(self.scope.around):
-                here, number = self.scope.around[depth]
-                if here == container:
-                    prefix += f"{indexed(container, number)}."
-                    continue
-            inside = False
-            if not is_loop:
-                raise Unresolved(
-                    path,
-                    f"step {name!r} runs once per item of foreach {container!r}, and this "
-                    f"reference is outside it: read steps.{container}.output (each item's "
-                    "last output)",
-                )
-            last = self.planner.work.last_iteration.get(prefix + container)
-            if last is None:
-                raise Unresolved(
-                    path, f"step {name!r} is inside loop {container!r}, which has not run yet"
-                )
-            prefix += f"{indexed(container, last)}."
-        return prefix + name
-
-
 # -- the planner -----------------------------------------------------------------------------------
 
 
@@ -334,17 +179,28 @@ class _Planner:
         progress = self.state.workflow or EMPTY_PROGRESS
         self.work = ProgressWriter(progress, self.state.run_id, self.state.next_seq)
         self.starts_before = progress.starts
-        self.places = _index(self.spec)
+        self.places = places(self.spec)
         self.input = _input_of(self.state)
         self.round: dict[str, CallState] = {
             parse_call_id(call.call.call_id).key: call for call in self.state.calls
         }
+        admitted = self.state.admitted
+        self.copied = _copied_of(admitted)
+        self.breakpoints = frozenset(admitted.breakpoints) if admitted is not None else frozenset()
+        self.step_mode = admitted is not None and admitted.step_mode
+
+    def _env(self, scope: Scope) -> StepEnv:
+        work = self.work
+        # The writer's own mappings: what the round decided so far is visible at once.
+        return StepEnv(
+            self.places, self.input, work.results, work.values, work.last_iteration, scope
+        )
 
     # -- the plan ----------------------------------------------------------------------------
 
     def plan(self) -> Plan:
         try:
-            status = self._sequence(self.spec.steps, _ROOT)
+            status = self._sequence(self.spec.steps, ROOT)
         except _LimitReached as reached:
             return Plan(end=self._limit_end(reached.key), visited=self.visited)
         if self.events or self.calls:
@@ -363,7 +219,7 @@ class _Planner:
                 if self.spec.output is None:
                     return End(True, output)
                 try:
-                    return End(True, resolve(self.spec.output, _Env(self, _ROOT)))
+                    return End(True, resolve(self.spec.output, self._env(ROOT)))
                 except Unresolved as exc:
                     return End(
                         False,
@@ -398,7 +254,8 @@ class _Planner:
 
     @property
     def _starts(self) -> int:
-        return self.pure_starts + sum(1 for call in self.calls if "~" not in call.call_id)
+        tries = sum(1 for call in self.calls if parse_call_id(call.call_id).is_try)
+        return self.pure_starts + tries
 
     @property
     def _full(self) -> bool:
@@ -414,7 +271,7 @@ class _Planner:
 
     # -- sequences and steps ------------------------------------------------------------------
 
-    def _sequence(self, steps: tuple[Step, ...], scope: _Scope) -> _Status:
+    def _sequence(self, steps: tuple[Step, ...], scope: Scope) -> _Status:
         output: JsonValue = None
         for step in steps:
             status = self._step(step, scope)
@@ -429,7 +286,7 @@ class _Planner:
                     pass
         return _Done(output)
 
-    def _step(self, step: Step, scope: _Scope) -> _Status:
+    def _step(self, step: Step, scope: Scope) -> _Status:
         key = scope.key(step.name)
         self.visited += 1
         result = self.work.results.get(key)
@@ -442,27 +299,49 @@ class _Planner:
             return self._after_call(step, scope, key, call)
         if self._full:
             return _RUNNING
+        copied = self.copied.get(key)
+        if copied is not None and copied.kind == step.kind and not isinstance(step, CONTAINERS):
+            return self._replayed(copied)
         return self._begin(step, scope, key)
 
-    def _begin(self, step: Step, scope: _Scope, key: str) -> _Status:
+    def _begin(self, step: Step, scope: Scope, key: str, *, paused: bool = False) -> _Status:
         if step.when is not None:
             try:
-                guard = holds(step.when, _Env(self, scope))
+                guard = holds(step.when, self._env(scope))
             except Unresolved as exc:
                 return self._settle_failed(key, _failure("reference", key, f"its guard: {exc}"))
             if not guard:
                 self._emit(StepSettled(key=key, status="skipped"))
                 return _Done(None)
-        if isinstance(step, ParallelStep | BranchStep | ForeachStep | LoopStep):
+        if not paused and (
+            self.step_mode or key in self.breakpoints or step.name in self.breakpoints
+        ):
+            where: dict[str, JsonValue] = {"step": key, "kind": step.kind}
+            self.calls.append(
+                StepCall(call_id=pause_call_id(key), name=BREAKPOINT_TOOL, arguments=_json(where))
+            )
+            return _RUNNING
+        if isinstance(step, CONTAINERS):
             return self._enter(step, scope, key)
         return self._try(step, scope, key, 1)
 
+    def _replayed(self, copied: CopiedStep) -> _Status:
+        """Settle a step from the run this one replays, as it settled there."""
+        if copied.kind == "set_state" and isinstance(copied.output, dict):
+            self._emit(StateSet(key=copied.key, values=copied.output, replayed=True))
+        else:
+            settled = StepSettled(
+                key=copied.key, status=copied.status, output=copied.output, replayed=True
+            )
+            self._emit(settled)
+        return _Done(copied.output if copied.status == "completed" else None)
+
     # -- leaf steps -----------------------------------------------------------------------------
 
-    def _try(self, step: Step, scope: _Scope, key: str, attempt: int) -> _Status:
+    def _try(self, step: Step, scope: Scope, key: str, attempt: int) -> _Status:
         """Start try `attempt` of a step that does one thing."""
         self._count_start(key)
-        env = _Env(self, scope)
+        env = self._env(scope)
         try:
             match step:
                 case MapStep(output=output):
@@ -522,7 +401,9 @@ class _Planner:
             return self._fail(step, scope, key, _failure("reference", key, str(exc)), attempt)
         return _RUNNING
 
-    def _sleep(self, step: SleepStep, scope: _Scope, key: str, attempt: int, env: _Env) -> _Status:
+    def _sleep(
+        self, step: SleepStep, scope: Scope, key: str, attempt: int, env: StepEnv
+    ) -> _Status:
         if step.seconds is not None:
             until = self.now + dt.timedelta(seconds=step.seconds)
         else:
@@ -537,7 +418,7 @@ class _Planner:
         if until <= self.now:
             self.pure_starts += 1
             return self._succeeded(step, scope, key, {"until": until.isoformat()}, attempt)
-        due = _earliest(until, self._due(step, scope))
+        due = earliest(until, self._due(step, scope))
         assert due is not None
         times: dict[str, JsonValue] = {"until": until.isoformat(), "due_at": due.isoformat()}
         self._call(key, attempt, step, times, due)
@@ -558,11 +439,11 @@ class _Planner:
             StepCall(call_id=call_id, name=name, arguments=_json(arguments), due_at=due)
         )
 
-    def _due(self, step: Step, scope: _Scope) -> dt.datetime | None:
+    def _due(self, step: Step, scope: Scope) -> dt.datetime | None:
         own = self.now + dt.timedelta(seconds=step.timeout) if step.timeout else None
-        return _earliest(own, scope.deadline)
+        return earliest(own, scope.deadline)
 
-    def _after_call(self, step: Step, scope: _Scope, key: str, call: CallState) -> _Status:
+    def _after_call(self, step: Step, scope: Scope, key: str, call: CallState) -> _Status:
         """Read how the last round's call of `step` ended."""
         parsed = parse_call_id(call.call.call_id)
         if parsed.backoff:
@@ -575,12 +456,18 @@ class _Planner:
                 self.state.next_seq,
                 f"call {call.call.call_id} has no outcome, but the next round is being planned",
             )
+        if parsed.pause:
+            if outcome.status == "finished":
+                # Continued past the breakpoint: the step starts now.
+                return self._begin(step, scope, key, paused=True)
+            error = f"its breakpoint ended {outcome.status}: {outcome.error}"
+            return self._settle_failed(key, _failure(_kind_of(outcome.reason), key, error))
         return self._outcome(step, scope, key, parsed.attempt, outcome, call)
 
     def _outcome(
         self,
         step: Step,
-        scope: _Scope,
+        scope: Scope,
         key: str,
         attempt: int,
         outcome: CallOutcome,
@@ -619,7 +506,7 @@ class _Planner:
         return self._succeeded(step, scope, key, value, attempt)
 
     def _succeeded(
-        self, step: Step, scope: _Scope, key: str, value: JsonValue, attempt: int
+        self, step: Step, scope: Scope, key: str, value: JsonValue, attempt: int
     ) -> _Status:
         if step.output_schema is not None:
             problem = _broken(step.output_schema, value, "its output")
@@ -634,7 +521,7 @@ class _Planner:
         return _Done(value)
 
     def _fail(
-        self, step: Step, scope: _Scope, key: str, failure: StepFailure, attempt: int
+        self, step: Step, scope: Scope, key: str, failure: StepFailure, attempt: int
     ) -> _Status:
         retry = step.retry
         if retry is None or failure.kind not in retry.on or attempt >= retry.attempts:
@@ -658,14 +545,14 @@ class _Planner:
 
     # -- containers -----------------------------------------------------------------------------
 
-    def _enter(self, step: Step, scope: _Scope, key: str) -> _Status:
+    def _enter(self, step: Step, scope: Scope, key: str) -> _Status:
         due = self.now + dt.timedelta(seconds=step.timeout) if step.timeout else None
         match step:
             case ParallelStep():
                 self._emit(StepEntered(key=key, kind="parallel", due_at=due))
             case BranchStep(cases=cases, otherwise=otherwise, mode=mode):
                 chosen: list[int] = []
-                env = _Env(self, scope)
+                env = self._env(scope)
                 for number, case in enumerate(cases):
                     try:
                         taken = holds(case.when, env)
@@ -689,7 +576,7 @@ class _Planner:
                 )
             case ForeachStep(items=items):
                 try:
-                    value = resolve(items, _Env(self, scope))
+                    value = resolve(items, self._env(scope))
                 except Unresolved as exc:
                     return self._settle_failed(key, _failure("reference", key, f"its items: {exc}"))
                 if not isinstance(value, list):
@@ -702,7 +589,7 @@ class _Planner:
                 raise AssertionError(step.kind)
         return self._container(step, scope, key)
 
-    def _container(self, step: Step, scope: _Scope, key: str) -> _Status:
+    def _container(self, step: Step, scope: Scope, key: str) -> _Status:
         frame = self.work.frames[key]
         if frame.due_at is not None and frame.due_at <= self.now:
             error = f"it did not finish within its timeout of {step.timeout:g} s"
@@ -733,7 +620,7 @@ class _Planner:
             case _:  # pragma: no cover - only containers have frames
                 raise AssertionError(step.kind)
 
-    def _together(self, sequences: list[tuple[Step, ...]], scope: _Scope) -> list[_Done] | _Status:
+    def _together(self, sequences: list[tuple[Step, ...]], scope: Scope) -> list[_Done] | _Status:
         """Walk sequences that run at once; their outputs once all are done, else the
         first failure (after which nothing new starts in them), else running."""
         mark = len(self.calls)
@@ -751,7 +638,7 @@ class _Planner:
             return self._settle_failed(key, status.failure)
         return status
 
-    def _foreach(self, step: ForeachStep, scope: _Scope, key: str, inner: _Scope) -> _Status:
+    def _foreach(self, step: ForeachStep, scope: Scope, key: str, inner: Scope) -> _Status:
         mark = len(self.calls)
         failed: _Failed | None = None
         frame = self.work.frames[key]
@@ -779,7 +666,7 @@ class _Planner:
         return self._succeeded(step, scope, key, outputs, 1)
 
     def _item(
-        self, step: ForeachStep, key: str, scope: _Scope, frame: ContainerFrame, index: int
+        self, step: ForeachStep, key: str, scope: Scope, frame: ContainerFrame, index: int
     ) -> _Failed | None:
         item_scope = scope.into(step.name, index, item=frame.items[index], foreach=True)
         status = self._sequence(step.steps, item_scope)
@@ -793,7 +680,7 @@ class _Planner:
                 pass
         return None
 
-    def _loop(self, step: LoopStep, scope: _Scope, key: str, inner: _Scope) -> _Status:
+    def _loop(self, step: LoopStep, scope: Scope, key: str, inner: Scope) -> _Status:
         while True:
             frame = self.work.frames[key]
             if frame.started > frame.done:
@@ -811,7 +698,7 @@ class _Planner:
                 stop = False
                 if step.until is not None:
                     try:
-                        stop = holds(step.until, _Env(self, body))
+                        stop = holds(step.until, self._env(body))
                     except Unresolved as exc:
                         failure = _failure("reference", key, f"its until: {exc}")
                         self._emit(
@@ -827,7 +714,7 @@ class _Planner:
             number = frame.done
             if step.repeat_while is not None:
                 try:
-                    go = holds(step.repeat_while, _Env(self, inner.at_iteration(number)))
+                    go = holds(step.repeat_while, self._env(inner.at_iteration(number)))
                 except Unresolved as exc:
                     return self._settle_failed(
                         key, _failure("reference", key, f"its repeat_while: {exc}")
@@ -888,14 +775,6 @@ def _listed(errors: list[str]) -> str:
     return f"{listed}; and {more} more" if more > 0 else listed
 
 
-def _earliest(a: dt.datetime | None, b: dt.datetime | None) -> dt.datetime | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
-
-
 def _iso(when: dt.datetime | None) -> str | None:
     return when.isoformat() if when is not None else None
 
@@ -915,6 +794,21 @@ def _json(value: JsonValue) -> str:
 
 
 _INPUTS: OrderedDict[int, tuple[object, JsonValue]] = OrderedDict()
+_COPIED: OrderedDict[int, tuple[object, dict[str, CopiedStep]]] = OrderedDict()
+
+
+def _copied_of(admitted: RunAdmitted | None) -> Mapping[str, CopiedStep]:
+    """The steps a replaying run copies, by memo key, indexed once per admission."""
+    if admitted is None or admitted.replay_of is None:
+        return {}
+    found = _COPIED.get(id(admitted))
+    if found is not None and found[0] is admitted:
+        return found[1]
+    copied = {step.key: step for step in admitted.replay_of.steps}
+    _COPIED[id(admitted)] = (admitted, copied)
+    while len(_COPIED) > KEPT:
+        _COPIED.popitem(last=False)
+    return copied
 
 
 def _input_of(state: RunState) -> JsonValue:
@@ -930,6 +824,6 @@ def _input_of(state: RunState) -> JsonValue:
     except ValueError:
         value = admitted.input
     _INPUTS[id(admitted)] = (admitted, value)
-    while len(_INPUTS) > _INDEXES_KEPT:
+    while len(_INPUTS) > KEPT:
         _INPUTS.popitem(last=False)
     return value

@@ -511,6 +511,10 @@ class WorkflowSpec(_Frozen):
         return None
 
 
+CONTAINERS = (ParallelStep, BranchStep, ForeachStep, LoopStep)
+"""The step kinds that hold steps of their own (a nested workflow is a step of one run)."""
+
+
 def children(step: Step) -> tuple[Step, ...]:
     """The steps directly inside a container step (none for the others), in tree order."""
     match step:
@@ -537,9 +541,11 @@ def walk(steps: tuple[Step, ...]) -> tuple[Step, ...]:
 SLEEP_TOOL = "psych:sleep"
 WAIT_TOOL = "psych:wait"
 HUMAN_TOOL = "psych:human"
-BUILTIN_TOOLS = (SLEEP_TOOL, WAIT_TOOL, HUMAN_TOOL)
-"""The tools sleep, wait and human steps call (and a retry's wait between tries): built into
-every worker, each safe to run again. No tool a spec declares can be named like them."""
+BREAKPOINT_TOOL = "psych:breakpoint"
+BUILTIN_TOOLS = (SLEEP_TOOL, WAIT_TOOL, HUMAN_TOOL, BREAKPOINT_TOOL)
+"""The tools sleep, wait and human steps call (and a retry's wait between tries, and the pause
+at a breakpoint): built into every worker, each safe to run again. No tool a spec declares
+can be named like them."""
 
 
 def call_name(step: Step) -> str | None:

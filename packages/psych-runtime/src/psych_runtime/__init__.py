@@ -52,12 +52,14 @@ from psych_core import (
 )
 from psych_runtime import _claim, errors, ports, records
 from psych_runtime import workflows as workflows  # a room, reachable after `import psych_runtime`
-from psych_runtime._surface._reading import read_log, report, status
+from psych_runtime._surface._reading import read_log, report, status, workflow_view
+from psych_runtime._surface._replay import replay
 from psych_runtime._surface._session import Session, session
 from psych_runtime._surface._signals import (
     answer,
     approve,
     cancel,
+    continue_run,
     deny,
     due,
     interrupt,
@@ -95,6 +97,7 @@ __all__ = [
     "answer",
     "approve",
     "cancel",
+    "continue_run",
     "deny",
     "due",
     "interrupt",
@@ -112,8 +115,10 @@ __all__ = [
     "Totals",
     "WaitingReason",
     "read_log",
+    "replay",
     "report",
     "status",
+    "workflow_view",
     # specs
     "AgentSpec",
     "AgentTool",

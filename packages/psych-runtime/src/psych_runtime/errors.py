@@ -10,6 +10,7 @@
     │   └── NewerLog              the log was written by a newer psych-core than this one
     ├── RunNotFound               no such run in this scope (another tenant's run looks the same)
     ├── NotAwaitingApproval       approve/deny named a call that is not waiting for a decision
+    ├── NotReplayable             replay or workflow_view named a run or a step they cannot use
     ├── OutputUnavailable         a run's output cannot be read as the model asked for
     ├── ModelError                the model client failed to produce a turn
     ├── SandboxError              a sandbox could not run a program as asked
@@ -51,6 +52,7 @@ from psych_core import (
     ModelError,
     NewerLog,
     NotAwaitingApproval,
+    NotReplayable,
     OutputUnavailable,
     PolicyDenied,
     PsychError,
@@ -82,6 +84,7 @@ __all__ = [
     "NewerLog",
     "RunNotFound",
     "NotAwaitingApproval",
+    "NotReplayable",
     "OutputUnavailable",
     # models, sandboxes, egress and secrets
     "ModelError",

@@ -8,10 +8,12 @@ carries `SCHEMA_VERSION`, so old logs stay readable.
 A workflow run's log has a `StepsPlanned` record per round of steps: the calls of the round
 (`StepCall`) and what its planner decided without an effect (`StepEvent`: `StepSettled`,
 `StateSet`, `StepEntered`, `ItemStarted`, `IterationStarted`, `StepRetrying`, `EventTaken`).
+A run that `replay` admitted names the run it replays in its `RunAdmitted` (`ReplayOf`), with
+the steps it copied from it (`CopiedStep`).
 
 A signal (`Approve`, `Deny`, `Resume`, `Cancel`, `UserInput`, `ChildEnded`) is what the
 outside world tells a run. Apps send them with `approve`, `deny`, `resume`, `send_event`,
-`answer`, `cancel` and `interrupt`; the log shows each one as a `SignalReceived` (or
+`answer`, `continue_run`, `cancel` and `interrupt`; the log shows each one as a `SignalReceived` (or
 `ApprovalDecided`) record.
 
 Import what you match on from here:
@@ -32,6 +34,7 @@ from psych_core import (
     ChildEnded,
     ChildFinished,
     ChildStarted,
+    CopiedStep,
     Deny,
     EventTaken,
     ItemStarted,
@@ -41,6 +44,7 @@ from psych_core import (
     Offloaded,
     OutputRejected,
     Record,
+    ReplayOf,
     Resume,
     RunAdmitted,
     RunCancelled,
@@ -110,6 +114,9 @@ __all__ = [
     "IterationStarted",
     "StepRetrying",
     "EventTaken",
+    # what a replaying run's RunAdmitted carries
+    "ReplayOf",
+    "CopiedStep",
     # signals: what the outside world tells a run, through its inbox
     "Signal",
     "Approve",

@@ -6,7 +6,9 @@ the fields it is given, so the spec it builds equals the one its dict or JSON fo
 with the same version. Specs hold names, never callables: a function given to `Workflow.tool`
 is named in the spec by a `CodeTool` and kept in `Workflow.tools`, to pass to the worker. The
 spec's own classes (`ToolStep`, `Ref`, `Compare`, ...) are here too, for reading a spec or
-writing one as data; `WorkflowSpec` itself is at the top of `psych_runtime`.
+writing one as data; `WorkflowSpec` itself is at the top of `psych_runtime`. So are the
+functions that run and read workflows (`dispatch`, `send_event`, `answer`, `continue_run`,
+`replay`, `workflow_view`); the step tree `workflow_view` returns (`WorkflowView`) is here.
 
     from psych_runtime.workflows import Workflow, gt, ref
 
@@ -33,6 +35,8 @@ from psych_core import (
     FailureKind,
     ForeachStep,
     HumanStep,
+    ItemStatus,
+    ItemView,
     Lit,
     LoopStep,
     MapStep,
@@ -45,10 +49,15 @@ from psych_core import (
     SleepStep,
     Step,
     StepTool,
+    StepTry,
+    StepView,
+    StepViewStatus,
     ToolStep,
     Truthy,
+    TryOutcome,
     WaitStep,
     WorkflowStep,
+    WorkflowView,
 )
 from psych_runtime import _claim
 from psych_runtime._surface._workflow_builder import (
@@ -112,6 +121,14 @@ __all__ = [
     "all_of",
     "any_of",
     "not_",
+    # reading a run's steps back (`workflow_view` itself is at the top)
+    "WorkflowView",
+    "StepView",
+    "ItemView",
+    "StepTry",
+    "StepViewStatus",
+    "ItemStatus",
+    "TryOutcome",
     # the spec's classes (the dict form; `WorkflowSpec` is at the top of psych_runtime)
     "Step",
     "ToolStep",

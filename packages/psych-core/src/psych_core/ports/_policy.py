@@ -15,12 +15,15 @@ PolicyAction = Literal[
     "resume",
     "send_event",
     "answer",
+    "continue_run",
+    "replay",
     "cancel",
     "interrupt",
 ]
-"""What a scope asks to do. ``read`` covers `status`, `report`, `read_log` and `stream`;
-``send_event`` and ``answer`` are a workflow's events and a person's answers to its human
-steps."""
+"""What a scope asks to do. ``read`` covers `status`, `report`, `read_log`, `stream` and
+`workflow_view`; ``send_event`` and ``answer`` are a workflow's events and a person's answers
+to its human steps; ``continue_run`` lets a workflow paused at a breakpoint go on; ``replay``
+(on the run replayed) admits a new run from it, and asks ``dispatch`` of its workflow too."""
 
 
 @runtime_checkable

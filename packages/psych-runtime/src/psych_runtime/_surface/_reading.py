@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from psych_core import (
+    NotReplayable,
     Record,
     Report,
     RunState,
     RunStatus,
     ScopedStore,
+    WorkflowSpec,
+    WorkflowView,
     build_report,
     readable_status,
+    workflow_view_of,
 )
 from psych_runtime.runtime import authorize, load_spec
 
@@ -51,3 +55,23 @@ async def report(store: ScopedStore, run_id: str) -> Report:
     for child in own.children:
         totals = totals + (await report(store, child)).totals
     return own.model_copy(update={"totals": totals})
+
+
+async def workflow_view(store: ScopedStore, run_id: str) -> WorkflowView:
+    """A workflow run's step tree: every step in its place with its status (``pending``,
+    ``running``, ``waiting``, ``paused``, ``retrying``, ``completed``, ``failed``,
+    ``skipped``, ``replayed``), tries, resolved input, output, failure and times; a foreach's
+    items and a loop's iterations with their steps.
+
+    Folded from the log by the reducer the engine uses: a log it cannot fold raises
+    `CorruptLog` naming the run and the seq. `NotReplayable` for an agent's run (read it with
+    `report`); `RunNotFound` outside the store's tenant.
+    """
+    authorize(store, "read", run_id, function="workflow_view")
+    records = await store.read(run_id)
+    spec = await load_spec(store, run_id, records)
+    if not isinstance(spec, WorkflowSpec):
+        raise NotReplayable(
+            run_id, f"it is a run of agent {spec.name!r}, not of a workflow: read it with report()"
+        )
+    return workflow_view_of(spec, records)

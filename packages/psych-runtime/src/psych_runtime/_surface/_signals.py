@@ -5,8 +5,8 @@ Every function here writes one entry into the run's inbox through the store and 
 number; the run's current attempt (or the next one, for a waiting run the entry wakes) moves
 it into the log at a step boundary. Nothing here needs the run's state from the caller.
 With a policy on the store (``store.scoped(scope, policy=...)``), each asks it first for its
-action (``approve``, ``deny``, ``resume``, ``send_event``, ``answer``, ``cancel``,
-``interrupt``) on the run.
+action (``approve``, ``deny``, ``resume``, ``send_event``, ``answer``, ``continue_run``,
+``cancel``, ``interrupt``) on the run.
 """
 
 from __future__ import annotations
@@ -109,6 +109,26 @@ async def answer(
     """
     authorize(store, "answer", run_id, function="answer")
     return await _send(store, run_id, Resume(payload=answer, call_id=step), key)
+
+
+async def continue_run(
+    store: ScopedStore,
+    run_id: str,
+    step: str | None = None,
+    *,
+    key: str | None = None,
+) -> int:
+    """Let a workflow run paused at a breakpoint go on: the steps paused before start.
+
+    With no `step`, every step paused goes on. `step` names one (its name, or its memo key
+    when it is paused in several foreach items); the steps paused beside it in the same round
+    (parallel branches, foreach items) keep the round waiting until they are continued too.
+    Only a pause at a breakpoint (`dispatch(..., breakpoints=..., step_mode=...)`) takes it,
+    and nothing else ends one. One that no paused step takes is recorded as ignored, with the
+    reason; ``status(...).waiting_for`` lists the pauses (``KEY!``).
+    """
+    authorize(store, "continue_run", run_id, function="continue_run")
+    return await _send(store, run_id, Resume(call_id=step, breakpoint=True), key)
 
 
 async def cancel(

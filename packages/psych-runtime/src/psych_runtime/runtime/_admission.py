@@ -12,7 +12,16 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Protocol
 
-from psych_core import AgentSpec, NewRun, Record, RunAdmitted, Scope, WorkflowSpec, version_of
+from psych_core import (
+    AgentSpec,
+    NewRun,
+    Record,
+    ReplayOf,
+    RunAdmitted,
+    Scope,
+    WorkflowSpec,
+    version_of,
+)
 from psych_runtime.model.egress import Redactor
 
 
@@ -23,6 +32,15 @@ class Admitting(Protocol):
     async def put_spec(self, version: str, spec_json: str) -> None: ...
 
     async def create_run(self, run: NewRun, first: Record) -> tuple[str, bool]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Debugging:
+    """What a workflow run's dispatch chose for debugging: the steps to pause before (names or
+    memo keys), or every step (`step_mode`). Not part of the spec: the version stays."""
+
+    breakpoints: tuple[str, ...] = ()
+    step_mode: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +64,19 @@ async def admit(
     redactor: Redactor,
     idempotency_key: str | None = None,
     parent: Parent | None = None,
+    debugging: Debugging | None = None,
+    replay_of: ReplayOf | None = None,
 ) -> tuple[str, bool]:
     """Admit a run of `spec` on `input`; ``(run id, created)`` as `Store.create_run` answers.
 
     With an `idempotency_key`, the request is identified by the spec's version and the input
     as sent (before redaction: the same request with another secret in it is another request,
-    and a resolver that learns a value later must not change it).
+    and a resolver that learns a value later must not change it), and by what the debugging
+    and the replay chose, when anything.
     """
     version = spec.version
     await store.put_spec(version, spec.canonical_json())
+    debugging = debugging or Debugging()
     body = RunAdmitted(
         agent=spec.name,
         spec_version=version,
@@ -63,7 +85,15 @@ async def admit(
         parent_run_id=parent.run_id if parent else None,
         parent_call_id=parent.call_id if parent else None,
         allowed_tools=parent.allowed_tools if parent else None,
+        breakpoints=debugging.breakpoints,
+        step_mode=debugging.step_mode,
+        replay_of=replay_of,
     )
+    request: dict[str, object] = {"spec": version, "input": input}
+    if debugging != Debugging():
+        request["debugging"] = [list(debugging.breakpoints), debugging.step_mode]
+    if replay_of is not None:
+        request["replay_of"] = [replay_of.run_id, replay_of.from_step]
     first = Record(run_id=run_id, seq=0, attempt=0, at=at, body=redactor.body(body))
     new = NewRun(
         run_id=run_id,
@@ -71,7 +101,7 @@ async def admit(
         agent=spec.name,
         spec_version=version,
         idempotency_key=idempotency_key,
-        request_hash=version_of({"spec": version, "input": input}) if idempotency_key else None,
+        request_hash=version_of(request) if idempotency_key else None,
         parent_run_id=parent.run_id if parent else None,
     )
     return await store.create_run(new, first)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from psych_core import (
     AgentSpec,
@@ -10,10 +11,11 @@ from psych_core import (
     SecretResolver,
     SpecError,
     WorkflowSpec,
+    step_place,
     validation_errors,
 )
 from psych_runtime.model.egress import Redactor
-from psych_runtime.runtime._admission import admit
+from psych_runtime.runtime._admission import Debugging, admit
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._ids import new_run_id
 from psych_runtime.runtime._scoped import authorize
@@ -27,6 +29,8 @@ async def dispatch(
     idempotency_key: str | None = None,
     clock: Clock | None = None,
     secrets: SecretResolver | None = None,
+    breakpoints: Sequence[str] = (),
+    step_mode: bool = False,
 ) -> str:
     """Admit a run of `spec` on `input` and return its id at once; a worker will run it.
 
@@ -39,9 +43,14 @@ async def dispatch(
     redacted from the recorded input, as from every record a worker writes.
 
     A `WorkflowSpec`'s input is JSON text (``json.dumps({...})``), checked against its
-    `input_schema`: `SpecError` says what is wrong, and nothing is saved.
+    `input_schema`: `SpecError` says what is wrong, and nothing is saved. For debugging a
+    workflow run (not part of the spec: its version stays), `breakpoints` names the steps it
+    pauses before (a name pauses before every run of that step, a memo key such as
+    ``orders[2].charge`` before that one), and `step_mode` pauses before every step; a
+    paused run waits, holding no worker, until `continue_run`.
     """
     authorize(store, "dispatch", spec.name, function="dispatch")
+    debugging = check_debugging(spec, tuple(breakpoints), step_mode, function="dispatch")
     if isinstance(spec, WorkflowSpec):
         check_workflow_input(spec, input)
     now = (clock or SystemClock()).now()
@@ -54,8 +63,33 @@ async def dispatch(
         at=now,
         redactor=Redactor(secrets),
         idempotency_key=idempotency_key,
+        debugging=debugging,
     )
     return admitted_id
+
+
+def check_debugging(
+    spec: AgentSpec | WorkflowSpec,
+    breakpoints: tuple[str, ...],
+    step_mode: bool,
+    *,
+    function: str,
+) -> Debugging | None:
+    """What a dispatch chose for debugging, checked against `spec`: `SpecError` for an agent
+    (breakpoints are a workflow's) or a breakpoint that names no step."""
+    if not breakpoints and not step_mode:
+        return None
+    if not isinstance(spec, WorkflowSpec):
+        raise SpecError(
+            f"{function}: breakpoints and step_mode pause a workflow's steps; {spec.name!r} is "
+            "an agent; nothing was admitted"
+        )
+    for breakpoint in breakpoints:
+        try:
+            step_place(spec, breakpoint, what="breakpoint")
+        except ValueError as exc:
+            raise SpecError(f"{function}: {exc}; nothing was admitted") from None
+    return Debugging(breakpoints=tuple(dict.fromkeys(breakpoints)), step_mode=step_mode)
 
 
 def check_workflow_input(spec: WorkflowSpec, input: str) -> None:

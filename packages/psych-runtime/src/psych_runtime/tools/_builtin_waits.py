@@ -1,7 +1,9 @@
-"""The built-in tools a workflow's sleep, wait and human steps call: every worker has them.
+"""The built-in tools a workflow's sleep, wait and human steps call, and the pause at a
+breakpoint: every worker has them.
 
 Each only returns `WaitFor`: the run suspends holding no worker, until its due time (a sleep,
-a retry's wait, a timeout) or a `Resume` aimed at the call (`send_event`, `answer`). What to
+a retry's wait, a timeout) or a `Resume` aimed at the call (`send_event`, `answer`,
+`continue_run`). What to
 wait for was decided by the planner and recorded in the call's arguments (the due time
 included), so running one again after a crash waits for exactly the same thing: they are safe
 to retry.
@@ -15,7 +17,14 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from psych_core import BUILTIN_TOOLS, HUMAN_TOOL, SLEEP_TOOL, CodeTool, ToolDefinition
+from psych_core import (
+    BREAKPOINT_TOOL,
+    BUILTIN_TOOLS,
+    HUMAN_TOOL,
+    SLEEP_TOOL,
+    CodeTool,
+    ToolDefinition,
+)
 from psych_runtime.tools._code import InvalidArguments
 from psych_runtime.tools._context import ToolContext
 from psych_runtime.tools._wait import WaitFor
@@ -23,6 +32,7 @@ from psych_runtime.tools._wait import WaitFor
 _DESCRIPTIONS = {
     SLEEP_TOOL: "Wait until a time (a workflow's sleep step, or the wait before a retry).",
     HUMAN_TOOL: "Ask a person a question and wait for the answer (a workflow's human step).",
+    BREAKPOINT_TOOL: "Pause before a workflow step until continue_run (a breakpoint).",
 }
 
 
@@ -55,6 +65,8 @@ class BuiltinWait:
             note = f"step {context.call_id} sleeps until {arguments.get('until')}"
         elif self.name == HUMAN_TOOL:
             note = f"step {context.call_id} asks: {arguments.get('question')}"
+        elif self.name == BREAKPOINT_TOOL:
+            note = f"paused before step {arguments.get('step')}: continue_run() goes on"
         else:
             note = f"step {context.call_id} waits for event {arguments.get('event')!r}"
         return WaitFor(note=note, due_at=due)
