@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import datetime as dt
 import os
 import random
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from psych_core import RunState, fold_all
 from psych_runtime import Scope, dispatch
 from psych_runtime.records import (
+    AttemptStarted,
     Record,
     RunCompleted,
     ToolCallFinished,
@@ -181,3 +184,27 @@ def check_outcome(outcome: CrashOutcome) -> None:
     for (kind, key), count in effects.items():
         if kind == "unsafe":
             assert count == 1, f"{key} ran {count} times"
+
+
+def check_one_live_attempt(run_id: str, log: Sequence[Record]) -> None:
+    """No run was written by two live attempts: attempt numbers only grow along the log, each
+    `AttemptStarted` is the previous attempt plus one, no record of an older attempt follows
+    it, and none was stamped during a newer attempt's lease (at or after its start)."""
+    current = 0
+    for record in log:
+        if isinstance(record.body, AttemptStarted):
+            assert record.attempt == current + 1, f"run {run_id}: attempt {record.attempt} skipped"
+            current = record.attempt
+        else:
+            assert record.attempt == current, (
+                f"run {run_id}, seq {record.seq}: written by attempt {record.attempt} after "
+                f"attempt {current} had started"
+            )
+    latest: dt.datetime | None = None
+    for record in log:
+        if isinstance(record.body, AttemptStarted) and latest is not None:
+            assert latest <= record.at, (
+                f"run {run_id}: attempt {record.attempt} started at {record.at}, but the "
+                f"attempt before it wrote a record stamped {latest}"
+            )
+        latest = record.at if latest is None else max(latest, record.at)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import datetime as dt
 import os
 import random
 import shlex
@@ -26,13 +25,19 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
-from psych_core import AttemptStarted, Record, RunStatusName
+from psych_core import RunStatusName
 from psych_runtime import RunQuery, Scope, dispatch
 from psych_runtime.ports import Store
 from tests._postgres import connect, drop_schema, new_schema, test_dsn
 from tests.integration import crash_driver
 from tests.integration._stores import open_store
-from tests.integration.crash_driver import REACHABLE, CrashOutcome, check_outcome, crash_run
+from tests.integration.crash_driver import (
+    REACHABLE,
+    CrashOutcome,
+    check_one_live_attempt,
+    check_outcome,
+    crash_run,
+)
 from tests.integration.crash_worker import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,30 +60,6 @@ async def schema() -> AsyncIterator[str]:
 
 
 # -- checks on the logs ------------------------------------------------------------------------
-
-
-def check_one_live_attempt(run_id: str, log: Sequence[Record]) -> None:
-    """No run was written by two live attempts: attempt numbers only grow along the log, each
-    `AttemptStarted` is the previous attempt plus one, no record of an older attempt follows
-    it, and none was stamped during a newer attempt's lease (at or after its start)."""
-    current = 0
-    for record in log:
-        if isinstance(record.body, AttemptStarted):
-            assert record.attempt == current + 1, f"run {run_id}: attempt {record.attempt} skipped"
-            current = record.attempt
-        else:
-            assert record.attempt == current, (
-                f"run {run_id}, seq {record.seq}: written by attempt {record.attempt} after "
-                f"attempt {current} had started"
-            )
-    latest: dt.datetime | None = None
-    for record in log:
-        if isinstance(record.body, AttemptStarted) and latest is not None:
-            assert latest <= record.at, (
-                f"run {run_id}: attempt {record.attempt} started at {record.at}, but the "
-                f"attempt before it wrote a record stamped {latest}"
-            )
-        latest = record.at if latest is None else max(latest, record.at)
 
 
 async def outcome_of(store: Store, run_ids: list[str], ledger: Path) -> CrashOutcome:
