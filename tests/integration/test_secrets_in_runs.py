@@ -270,13 +270,13 @@ async def test_no_spelling_of_a_secret_reaches_a_record_a_reading_an_exception_o
         .turn(tool_calls=[("wait_for_callback", {})])
         .fail(ModelError(f"provider said: bad key {PAYLOAD}", model="fake", status=401))
     )
-    scoped = store.scoped(SCOPE)
+    scoped = store.scoped(SCOPE, secrets=secrets)
     worker = Worker(
         store, Runtime(model=model, tools=[echo, explode, send, wait_for_callback], secrets=secrets)
     )
     raised: list[BaseException] = []
 
-    run_id = await psych_runtime.dispatch(scoped, spec, f"please use {PAYLOAD}", secrets=secrets)
+    run_id = await psych_runtime.dispatch(scoped, spec, f"please use {PAYLOAD}")
     await worker.run_until_idle()
     waiting = await psych_runtime.status(scoped, run_id)
     assert waiting.waiting == "approval", waiting
@@ -319,8 +319,11 @@ async def test_no_spelling_of_a_secret_reaches_a_record_a_reading_an_exception_o
     # The tools ran, with the arguments as recorded: the send with the approver's edit.
     assert len(tools_were_given) == 2 and tools_were_given[1].startswith("edited ")
 
+    inbox = await store.signals(run_id)
+    assert {entry.signal.kind for entry in inbox} >= {"approve", "user_input", "resume"}
     found = [
         *leaks("input", log[0].body),
+        *[leak for entry in inbox for leak in leaks(f"inbox entry {entry.number}", entry)],
         *[
             leak
             for record in log

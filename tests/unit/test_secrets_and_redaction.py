@@ -194,3 +194,22 @@ def test_host_patterns() -> None:
     assert not policy.host_allowed("example.com")
     assert not policy.host_allowed("api.example.com.evil.test")
     assert EgressPolicy().host_allowed("anything.test")
+
+
+async def test_a_signal_waits_in_the_inbox_with_the_stores_secrets_redacted() -> None:
+    key = "sk-live-0123456789abcdef"
+    secrets = psych_runtime.EnvSecretResolver(["API_KEY"], environ={"API_KEY": key})
+    store = psych_runtime.MemoryStore()
+    spec = psych_runtime.AgentSpec(name="ops", model=psych_runtime.ModelRef(model="fake"))
+    for resolver, expected in ((secrets, "[redacted:API_KEY]"), (None, key)):
+        scoped = store.scoped(psych_runtime.Scope(tenant="acme"), secrets=resolver)
+        run_id = await psych_runtime.dispatch(scoped, spec, f"use {key}")
+        await psych_runtime.resume(scoped, run_id, {"token": key, "note": f"the key is {key}"})
+        await psych_runtime.interrupt(scoped, run_id, f"also {key}")
+        [resumed, message] = await store.signals(run_id)
+        admitted = (await psych_runtime.read_log(scoped, run_id))[0].body
+        shown = [resumed.signal.model_dump_json(), message.signal.model_dump_json()]
+        assert all(expected in text for text in shown), shown
+        assert expected in admitted.model_dump_json()
+        # Without a resolver nothing can be redacted: the check above can fail.
+        assert (key in " ".join(shown)) is (resolver is None)

@@ -17,6 +17,7 @@ from psych_core._scope import Scope
 from psych_core._signals import InboxEntry, Signal
 from psych_core._state import RunStatusName, WaitingReason
 from psych_core.ports._policy import Policy, PolicyAction
+from psych_core.ports._secrets import SecretResolver
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,13 +392,21 @@ class Store(Protocol):
         """
         ...
 
-    def scoped(self, scope: Scope, *, policy: Policy | None = None) -> ScopedStore:
+    def scoped(
+        self,
+        scope: Scope,
+        *,
+        policy: Policy | None = None,
+        secrets: SecretResolver | None = None,
+    ) -> ScopedStore:
         """This store, seen by `scope`: per-run calls see only the scope's tenant's runs.
 
         With a `policy`, every public function given the scoped store asks it first
-        (`Policy.authorize`), and refuses with `PolicyDenied`.
+        (`Policy.authorize`), and refuses with `PolicyDenied`. With `secrets` (the resolver
+        the workers are given), every value it knows is redacted from what the public
+        functions store: a dispatched input, a signal waiting in a run's inbox.
         """
-        return ScopedStore(self, scope, policy=policy)
+        return ScopedStore(self, scope, policy=policy, secrets=secrets)
 
 
 class ScopedStore:
@@ -412,14 +421,24 @@ class ScopedStore:
         store: the store underneath, for what serves every tenant (a `Worker`, `due()`).
         scope: who the calls are for.
         policy: what the public functions ask before acting (`authorize`); None allows all.
+        secrets: the values the public functions redact from what they store (a dispatched
+            input, a signal's payload, note or arguments) before the store sees it.
     """
 
-    __slots__ = ("policy", "scope", "store")
+    __slots__ = ("policy", "scope", "secrets", "store")
 
-    def __init__(self, store: Store, scope: Scope, *, policy: Policy | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        scope: Scope,
+        *,
+        policy: Policy | None = None,
+        secrets: SecretResolver | None = None,
+    ) -> None:
         self.store = store
         self.scope = scope
         self.policy = policy
+        self.secrets = secrets
 
     def authorize(self, action: PolicyAction, target: str) -> None:
         """Ask the policy whether this scope may do `action` to `target`; `PolicyDenied` if not.

@@ -94,7 +94,7 @@ async def replay(
         run_id=new_run_id(now),
         scope=store.scope,
         at=now,
-        redactor=Redactor(secrets),
+        redactor=Redactor(secrets or store.secrets),
         idempotency_key=idempotency_key,
         debugging=debugging,
         replay_of=ReplayOf(run_id=run_id, from_step=start, steps=copied),

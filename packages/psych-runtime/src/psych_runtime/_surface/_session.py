@@ -154,7 +154,7 @@ async def session(
             ``prices=``, ``policy=``, ...), each with a `DeprecationWarning`.
 
     The session's `store` carries the runtime's policy (`AllowAll` when it has none) to
-    `status`, `report`, `approve`, ...
+    `status`, `report`, `approve`, ..., and its secrets, redacted from the signals it stores.
     """
     chosen = _runtime_of(model, tools, runtime, options)
     own: Store = store if store is not None else MemoryStore()
@@ -164,7 +164,8 @@ async def session(
         own = OffloadingStore(own, blobs, threshold=blob_threshold)
     await own.migrate()
     policy = chosen.policy if chosen.policy is not None else AllowAll()
-    created = Session(chosen, own.scoped(scope or DEFAULT_SCOPE, policy=policy), own)
+    scoped = own.scoped(scope or DEFAULT_SCOPE, policy=policy, secrets=chosen.secrets)
+    created = Session(chosen, scoped, own)
     try:
         yield created
     finally:

@@ -4,6 +4,8 @@ messages.
 Every function here writes one entry into the run's inbox through the store and returns its
 number; the run's current attempt (or the next one, for a waiting run the entry wakes) moves
 it into the log at a step boundary. Nothing here needs the run's state from the caller.
+With a resolver on the store (``store.scoped(scope, secrets=...)``; a session's store has the
+runtime's), every value it knows is redacted from the signal before it is stored.
 With a policy on the store (``store.scoped(scope, policy=...)``), each asks it first for its
 action (``approve``, ``deny``, ``resume``, ``send_event``, ``answer``, ``continue_run``,
 ``cancel``, ``interrupt``) on the run.
@@ -32,6 +34,7 @@ from psych_core import (
     UserInput,
     fold_all,
 )
+from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime import authorize
 
 
@@ -172,10 +175,17 @@ async def _decide(store: ScopedStore, run_id: str, call_id: str, signal: Signal)
             where = f"the run has ended ({state.status})"
         raise NotAwaitingApproval(run_id, call_id, where)
     try:
-        return await store.signal(run_id, signal, f"approval:{call_id}")
+        return await store.signal(run_id, _redacted(store, signal), f"approval:{call_id}")
     except DuplicateSignal:
         raise NotAwaitingApproval(run_id, call_id, "already decided") from None
 
 
 async def _send(store: ScopedStore, run_id: str, signal: Signal, key: str | None) -> int:
-    return await store.signal(run_id, signal, key or f"{signal.kind}:{os.urandom(8).hex()}")
+    key = key or f"{signal.kind}:{os.urandom(8).hex()}"
+    return await store.signal(run_id, _redacted(store, signal), key)
+
+
+def _redacted(store: ScopedStore, signal: Signal) -> Signal:
+    """`signal` with the values the store's resolver knows redacted: the inbox holds it
+    until the run's attempt moves it into the log, and it must not hold a secret meanwhile."""
+    return Redactor(store.secrets).body(signal) if store.secrets is not None else signal

@@ -39,8 +39,9 @@ async def dispatch(
     existing run's id; the same key with another spec or input raises `IdempotencyConflict`.
     With a policy on `store` (``store.scoped(scope, policy=...)``), it must authorize
     ``dispatch`` of the agent (`spec.name`) first: `PolicyDenied` otherwise, and nothing is
-    saved. With `secrets` (the resolver the workers are given), every value it knows is
-    redacted from the recorded input, as from every record a worker writes.
+    saved. With `secrets` (the resolver the workers are given; the store's own, from
+    ``store.scoped(scope, secrets=...)``, when not given), every value it knows is redacted
+    from the recorded input, as from every record a worker writes.
 
     A `WorkflowSpec`'s input is JSON text (``json.dumps({...})``), checked against its
     `input_schema`: `SpecError` says what is wrong, and nothing is saved. For debugging a
@@ -61,7 +62,7 @@ async def dispatch(
         run_id=new_run_id(now),
         scope=store.scope,
         at=now,
-        redactor=Redactor(secrets),
+        redactor=Redactor(secrets or store.secrets),
         idempotency_key=idempotency_key,
         debugging=debugging,
     )
