@@ -217,6 +217,9 @@ def _calls_action(state: RunState, now: dt.datetime) -> Action | None:
         began = tuple(c for c in state.calls if c.phase in began_phases)
         never = tuple(c for c in state.calls if c.phase not in (*began_phases, "done"))
         return CancelRun(state.cancel, never, began)
+    if all(c.phase == "done" for c in state.calls):
+        # The common case between turns (or rounds): nothing below can apply.
+        return None
     requested = tuple(c.call for c in state.calls if c.phase == "requested")
     if requested:
         return StartCalls(requested)

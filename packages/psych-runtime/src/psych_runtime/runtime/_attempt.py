@@ -219,9 +219,13 @@ class Attempt:
     def _timeout(self, call: ToolCall, tool: ResolvedTool) -> float | None:
         """The seconds a call may run: its tool's timeout, or its workflow step's when that
         is shorter."""
+        limit = tool.ref.timeout
+        if not self._step_timeouts:  # an agent's call, or a workflow with no step timeout
+            return limit
         own = self._step_timeouts.get(step_name(call.call_id))
-        limits = [limit for limit in (tool.ref.timeout, own) if limit is not None]
-        return min(limits) if limits else None
+        if own is None or limit is None:
+            return own if limit is None else limit
+        return min(own, limit)
 
     async def _start_child(self, call: ToolCall, tool: ResolvedTool, value: Any) -> Body:
         ref = tool.ref
