@@ -10,12 +10,13 @@ import os
 import sqlite3
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from psych_runtime import MemoryStore
-from psych_runtime.ports import Store
+from psych_runtime.ports import AppendResult, Batch, Store
 
 RECORD = json.dumps(
     {
@@ -82,6 +83,34 @@ def open_bench_store(url: str) -> Store:
         _create_mysql_database(url)
         return MySQLStore(url)
     raise ValueError(f"no benchmark store for {url!r}")
+
+
+@contextlib.asynccontextmanager
+async def fresh_store(url: str) -> AsyncIterator[Store]:
+    """The store at `url`, migrated, closed on the way out."""
+    store = open_bench_store(url)
+    try:
+        await store.migrate()
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            await close()
+
+
+def count_appends(store: Store, stamps: list[float], batches: list[Batch] | None = None) -> None:
+    """From now on, note when each `store.append` returns in `stamps` (and its batch in
+    `batches`): a benchmark's durable steps are its appends, whatever each one holds."""
+    original = store.append
+
+    async def counted(run_id: str, attempt: int, batch: Batch) -> AppendResult:
+        result = await original(run_id, attempt, batch)
+        stamps.append(time.perf_counter())
+        if batches is not None:
+            batches.append(batch)
+        return result
+
+    store.append = counted  # type: ignore[method-assign]
 
 
 def floor_ms(url: str, steps: int, workdir: Path) -> float:

@@ -40,9 +40,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from bench._agent import StepModel, bench_spec, step
-from bench._stores import bench_url, discard, floor_ms, open_bench_store
+from bench._stores import bench_url, count_appends, discard, floor_ms, fresh_store
 from psych_runtime import RunQuery, Runtime, Scope, Worker, dispatch
-from psych_runtime.ports import AppendResult, Batch, RunIndex, Store
+from psych_runtime.ports import Batch, RunIndex, Store
 from psych_runtime.records import AttemptStarted, Record, ToolCallFinished
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,38 +50,15 @@ SCOPE = Scope(tenant="bench")
 STORES = ("memory", "sqlite", "postgres", "mysql", "dynamodb")
 
 
-def _count_appends(store: Store, stamps: list[float]) -> None:
-    original = store.append
-
-    async def counted(run_id: str, attempt: int, batch: Batch) -> AppendResult:
-        result = await original(run_id, attempt, batch)
-        stamps.append(time.perf_counter())
-        return result
-
-    store.append = counted  # type: ignore[method-assign]
-
-
-@contextlib.asynccontextmanager
-async def _fresh(url: str) -> AsyncIterator[Store]:
-    store = open_bench_store(url)
-    try:
-        await store.migrate()
-        yield store
-    finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            await close()
-
-
 async def per_step(url: str, runs: int, calls: int) -> tuple[float, float]:
     """(ms per durable step, steps per run) for `runs` runs driven one at a time."""
-    async with _fresh(url) as store:
+    async with fresh_store(url) as store:
         scoped = store.scoped(SCOPE)
         spec = bench_spec(calls)
         for index in range(runs):
             await dispatch(scoped, spec, f"run {index}")
         stamps: list[float] = []
-        _count_appends(store, stamps)
+        count_appends(store, stamps)
         worker = Worker(store, Runtime(model=StepModel(calls), tools=[step]), poll_interval=0.01)
         started = time.perf_counter()
         await worker.run_until_idle()
@@ -92,7 +69,7 @@ async def per_step(url: str, runs: int, calls: int) -> tuple[float, float]:
 async def append_only(url: str, count: int) -> float:
     """ms per append of one tool result to a claimed run, with no runtime around it: what the
     store itself adds to a step."""
-    async with _fresh(url) as store:
+    async with fresh_store(url) as store:
         run_id = await dispatch(store.scoped(SCOPE), bench_spec(1), "appends")
         claim = await store.claim("bench", dt.timedelta(minutes=10), run_id=run_id)
         assert claim is not None, "the benchmark run could not be claimed"
@@ -119,7 +96,7 @@ async def append_only(url: str, count: int) -> float:
 
 async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> float:
     """Runs per second for one in-process worker driving `concurrency` runs at once."""
-    async with _fresh(url) as store:
+    async with fresh_store(url) as store:
         scoped = store.scoped(SCOPE)
         spec = bench_spec(calls)
         for index in range(runs):
@@ -137,10 +114,10 @@ async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> 
 
 async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
     """Median step time around turn 10 and around turn `calls` of one long run (ms)."""
-    async with _fresh(url) as store:
+    async with fresh_store(url) as store:
         await dispatch(store.scoped(SCOPE), bench_spec(calls), "a long run")
         stamps: list[float] = []
-        _count_appends(store, stamps)
+        count_appends(store, stamps)
         await Worker(store, Runtime(model=StepModel(calls), tools=[step])).run_until_idle()
     gaps = [b - a for a, b in itertools.pairwise(stamps)]
     early = statistics.median(gaps[15:35]) * 1000
@@ -150,7 +127,7 @@ async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
 
 async def process_runs_per_second(url: str, processes: int, runs: int, calls: int) -> float:
     """Runs per second with `processes` worker processes sharing the store."""
-    async with _fresh(url) as store:
+    async with fresh_store(url) as store:
         scoped = store.scoped(SCOPE)
         spec = bench_spec(calls)
         for index in range(runs):
@@ -185,7 +162,7 @@ async def claim_latency(url: str, trials: int) -> tuple[float, float]:
     idle again. Both times are read on this host's clock (a server store's database on
     another host would add its clock's offset).
     """
-    async with _fresh(url) as store, _idle_worker(url, store):
+    async with fresh_store(url) as store, _idle_worker(url, store):
         scoped = store.scoped(SCOPE)
         spec = bench_spec(0)
         await _first_record(store, await dispatch(scoped, spec, "warm-up"))

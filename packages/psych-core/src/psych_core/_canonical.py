@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,3 +86,21 @@ def version_of(value: Any) -> str:
     """``"sha256:" + hex`` of the canonical JSON of `value`."""
     digest = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
     return f"sha256:{digest}"
+
+
+_VERSIONS: OrderedDict[int, tuple[object, str]] = OrderedDict()
+_VERSIONS_KEPT = 256
+
+
+def spec_version(spec: object) -> str:
+    """`version_of` a frozen spec, remembered for that very object: a worker folds the same
+    spec at every claim of a run, and hashing a large workflow costs milliseconds. Keyed by
+    identity and holding the object, so a copy (`model_copy(update=...)`) is hashed anew."""
+    found = _VERSIONS.get(id(spec))
+    if found is not None and found[0] is spec:
+        return found[1]
+    version = version_of(spec)
+    _VERSIONS[id(spec)] = (spec, version)
+    while len(_VERSIONS) > _VERSIONS_KEPT:
+        _VERSIONS.popitem(last=False)
+    return version

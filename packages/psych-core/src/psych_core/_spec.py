@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from psych_core._canonical import canonical_json, version_of
+from psych_core._canonical import canonical_json, spec_version
 from psych_core._isolation import Guarantee, IsolationLevel, Network
 from psych_core._json_schema import schema_problems
 from psych_core._templates import UrlTemplate, placeholders
@@ -501,10 +501,10 @@ class AgentSpec(_Frozen):
     def version(self) -> str:
         """``"sha256:" + hex`` of this spec's canonical JSON; equal specs hash equal.
 
-        Computed on every access (a few microseconds): a cached value would survive
-        `model_copy(update=...)` and name the wrong spec.
+        Remembered for this object only (`spec_version`): a copy made with
+        `model_copy(update=...)` is hashed anew, so it never names another spec.
         """
-        return version_of(self)
+        return spec_version(self)
 
     def canonical_json(self) -> str:
         """The canonical JSON this spec's version is the hash of."""

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 from psych_core import _spec as _agent_specs
-from psych_core._canonical import canonical_json, version_of
+from psych_core._canonical import canonical_json, spec_version
 from psych_core._json_schema import OUTPUT_KEYWORDS, schema_problems
 from psych_core._spec import (
     AgentSpec,
@@ -478,8 +478,9 @@ class WorkflowSpec(_Frozen):
 
     @property
     def version(self) -> str:
-        """``"sha256:" + hex`` of this spec's canonical JSON; equal specs hash equal."""
-        return version_of(self)
+        """``"sha256:" + hex`` of this spec's canonical JSON; equal specs hash equal
+        (remembered for this object only, as `AgentSpec.version` is)."""
+        return spec_version(self)
 
     def canonical_json(self) -> str:
         """The canonical JSON this spec's version is the hash of."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 
@@ -32,9 +33,13 @@ async def load_spec(
     return spec_from_json(text)
 
 
+@functools.lru_cache(maxsize=64)
 def spec_from_json(text: str) -> AgentSpec | WorkflowSpec:
     """A stored spec, told apart by its ``kind``: an `AgentSpec` has none (adding one would
-    change every agent's version)."""
+    change every agent's version).
+
+    The same text gives the same (frozen) object: a worker loads the spec at every claim, and
+    its version, remembered per object, is then hashed once."""
     parsed = json.loads(text)
     if isinstance(parsed, dict) and parsed.get("kind") == "workflow":
         return WorkflowSpec.model_validate_json(text)
