@@ -107,3 +107,27 @@ def test_planning_and_folding_at_iteration_1000_do_the_work_of_iteration_10() ->
     # What the fold keeps does not grow either.
     assert _entries(early.workflow) == _entries(late.workflow)
     assert len(early.calls) == len(late.calls)
+
+
+STRAIGHT = WorkflowSpec(
+    name="straight",
+    max_steps=2_000,
+    steps=tuple(
+        ToolStep(name=f"s{index}", tool=TOOL, arguments={"i": Lit(index)}) for index in range(1_024)
+    ),
+)
+
+
+def test_a_round_far_down_a_long_sequence_walks_no_more_than_one_near_its_start() -> None:
+    sim = simulate(STRAIGHT, max_records=10_000)
+    assert sim.state.status == "completed"
+    state = RunState.empty("W1", STRAIGHT)
+    visited: dict[int, int] = {}
+    for record in sim.records:
+        if isinstance(record.body, StepsPlanned) and record.body.calls:
+            started = int(record.body.calls[0].call_id.removeprefix("s"))
+            visited[started] = plan_round(STRAIGHT, state, T0).visited
+        state = fold(state, record)
+    # The settled steps before the next one are found by bisection, not walked one by one.
+    assert visited[1_000] <= visited[20] + 2
+    assert visited[1_000] <= 14

@@ -273,7 +273,15 @@ class _Planner:
 
     def _sequence(self, steps: tuple[Step, ...], scope: Scope) -> _Status:
         output: JsonValue = None
-        for step in steps:
+        start = self._settled_prefix(steps, scope)
+        if start:
+            # The steps before `start` settled: go on after the last of them.
+            last = steps[start - 1]
+            status = _status_of(self.work.results[scope.key(last.name)])
+            if isinstance(status, _Failed) and last.on_failure == "fail":
+                return status
+            output = status.output if isinstance(status, _Done) else None
+        for step in steps[start:]:
             status = self._step(step, scope)
             match status:
                 case _Running():
@@ -285,6 +293,22 @@ class _Planner:
                 case _Done(output=output):
                     pass
         return _Done(output)
+
+    def _settled_prefix(self, steps: tuple[Step, ...], scope: Scope) -> int:
+        """How many of a sequence's first steps have settled, found by bisection: a sequence
+        starts a step only once the one before it has settled, and what settled stays in the
+        progress until its whole item or iteration is dropped, so the settled steps are always
+        a prefix. A round far down a long sequence costs what one near its start does."""
+        results = self.work.results
+        low, high = 0, len(steps)
+        while low < high:
+            middle = (low + high) // 2
+            self.visited += 1
+            if scope.key(steps[middle].name) in results:
+                low = middle + 1
+            else:
+                high = middle
+        return low
 
     def _step(self, step: Step, scope: Scope) -> _Status:
         key = scope.key(step.name)
