@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
+
+from psych_core._remembered import Remembered
 
 # Fields named here are written even when equal to their default: they say which kind of
 # object this is, so two kinds with otherwise equal fields never hash alike.
@@ -88,19 +89,11 @@ def version_of(value: Any) -> str:
     return f"sha256:{digest}"
 
 
-_VERSIONS: OrderedDict[int, tuple[object, str]] = OrderedDict()
-_VERSIONS_KEPT = 256
-
-
 def spec_version(spec: object) -> str:
-    """`version_of` a frozen spec, remembered for that very object: a worker folds the same
-    spec at every claim of a run, and hashing a large workflow costs milliseconds. Keyed by
-    identity and holding the object, so a copy (`model_copy(update=...)`) is hashed anew."""
-    found = _VERSIONS.get(id(spec))
-    if found is not None and found[0] is spec:
-        return found[1]
-    version = version_of(spec)
-    _VERSIONS[id(spec)] = (spec, version)
-    while len(_VERSIONS) > _VERSIONS_KEPT:
-        _VERSIONS.popitem(last=False)
-    return version
+    """`version_of` a frozen spec, remembered for that very object (`Remembered`): a worker
+    folds the same spec at every claim of a run, and hashing a large workflow costs
+    milliseconds; a copy (`model_copy(update=...)`) is hashed anew."""
+    return _versions(spec)
+
+
+_versions: Remembered[object, str] = Remembered(version_of, kept=256)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -41,6 +40,7 @@ from pydantic import JsonValue
 from psych_core._errors import CorruptLog
 from psych_core._json_schema import validation_errors
 from psych_core._records import RunAdmitted, ToolFailureReason
+from psych_core._remembered import Remembered
 from psych_core._state import CallOutcome, CallState, RunState
 from psych_core._workflow_events import (
     CopiedStep,
@@ -62,7 +62,7 @@ from psych_core._workflow_keys import (
     pause_call_id,
     try_call_id,
 )
-from psych_core._workflow_scope import KEPT, ROOT, Scope, StepEnv, earliest, places
+from psych_core._workflow_scope import ROOT, Scope, StepEnv, earliest, places
 from psych_core._workflow_spec import (
     BREAKPOINT_TOOL,
     CONTAINERS,
@@ -180,12 +180,12 @@ class _Planner:
         self.work = ProgressWriter(progress, self.state.run_id, self.state.next_seq)
         self.starts_before = progress.starts
         self.places = places(self.spec)
-        self.input = _input_of(self.state)
+        admitted = self.state.admitted
+        self.input = _input_of(admitted) if admitted is not None else None
         self.round: dict[str, CallState] = {
             parse_call_id(call.call.call_id).key: call for call in self.state.calls
         }
-        admitted = self.state.admitted
-        self.copied = _copied_of(admitted)
+        self.copied: Mapping[str, CopiedStep] = _copied_of(admitted) if admitted else {}
         self.breakpoints = frozenset(admitted.breakpoints) if admitted is not None else frozenset()
         self.step_mode = admitted is not None and admitted.step_mode
 
@@ -817,37 +817,21 @@ def _json(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-_INPUTS: OrderedDict[int, tuple[object, JsonValue]] = OrderedDict()
-_COPIED: OrderedDict[int, tuple[object, dict[str, CopiedStep]]] = OrderedDict()
+def _copied(admitted: RunAdmitted) -> dict[str, CopiedStep]:
+    replay = admitted.replay_of
+    return {step.key: step for step in replay.steps} if replay is not None else {}
 
 
-def _copied_of(admitted: RunAdmitted | None) -> Mapping[str, CopiedStep]:
-    """The steps a replaying run copies, by memo key, indexed once per admission."""
-    if admitted is None or admitted.replay_of is None:
-        return {}
-    found = _COPIED.get(id(admitted))
-    if found is not None and found[0] is admitted:
-        return found[1]
-    copied = {step.key: step for step in admitted.replay_of.steps}
-    _COPIED[id(admitted)] = (admitted, copied)
-    while len(_COPIED) > KEPT:
-        _COPIED.popitem(last=False)
-    return copied
-
-
-def _input_of(state: RunState) -> JsonValue:
-    """The run's input as JSON (its text when it is not JSON), parsed once per admission."""
-    admitted = state.admitted
-    if admitted is None:
-        return None
-    found = _INPUTS.get(id(admitted))
-    if found is not None and found[0] is admitted:
-        return found[1]
+def _parsed_input(admitted: RunAdmitted) -> JsonValue:
     try:
         value: JsonValue = json.loads(admitted.input)
     except ValueError:
         value = admitted.input
-    _INPUTS[id(admitted)] = (admitted, value)
-    while len(_INPUTS) > KEPT:
-        _INPUTS.popitem(last=False)
     return value
+
+
+_copied_of: Remembered[RunAdmitted, dict[str, CopiedStep]] = Remembered(_copied)
+"""The steps a replaying run copies, by memo key, indexed once per admission."""
+
+_input_of: Remembered[RunAdmitted, JsonValue] = Remembered(_parsed_input)
+"""The run's input as JSON (its text when it is not JSON), parsed once per admission."""

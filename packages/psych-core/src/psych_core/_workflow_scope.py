@@ -11,12 +11,12 @@ in a scope against the run's progress.
 from __future__ import annotations
 
 import datetime as dt
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic import JsonValue
 
+from psych_core._remembered import Remembered
 from psych_core._workflow_keys import indexed, key_parts
 from psych_core._workflow_spec import ForeachStep, LoopStep, Step, WorkflowSpec, children
 from psych_core._workflow_state import StepResult
@@ -35,19 +35,7 @@ class Place:
     order: int
 
 
-_INDEXES: OrderedDict[int, tuple[WorkflowSpec, dict[str, Place]]] = OrderedDict()
-KEPT = 64
-"""How many specs (and parsed inputs) the planner keeps indexed: a worker plans many rounds
-of the same few spec objects."""
-
-
-def places(spec: WorkflowSpec) -> dict[str, Place]:
-    """Every step of `spec` by name, with its place in the tree."""
-    # Keyed by identity, holding the spec so its id is not reused: a worker plans many rounds
-    # of the same spec object, and the index costs a walk of the whole tree.
-    found = _INDEXES.get(id(spec))
-    if found is not None and found[0] is spec:
-        return found[1]
+def _index(spec: WorkflowSpec) -> dict[str, Place]:
     index: dict[str, Place] = {}
 
     def visit(steps: tuple[Step, ...], around: tuple[tuple[str, bool], ...]) -> None:
@@ -59,10 +47,12 @@ def places(spec: WorkflowSpec) -> dict[str, Place]:
             visit(children(step), inner)
 
     visit(spec.steps, ())
-    _INDEXES[id(spec)] = (spec, index)
-    while len(_INDEXES) > KEPT:
-        _INDEXES.popitem(last=False)
     return index
+
+
+places: Remembered[WorkflowSpec, dict[str, Place]] = Remembered(_index)
+"""Every step of a spec by name, with its place in the tree: indexed once per spec object,
+since a worker plans many rounds of the same spec and the index walks the whole tree."""
 
 
 def step_place(spec: WorkflowSpec, text: str, *, what: str) -> Place:
