@@ -1,10 +1,10 @@
 """The API reference: every public name of Psych Runtime, room by room, with its signature and
 docstring.
 
-The public surface is five rooms, each a module with its own ``__all__``: ``psych_runtime``
-(what an app uses), ``psych_runtime.records``, ``psych_runtime.ports``, ``psych_runtime.errors``
-and ``psych_runtime.workflows``. The page has one section per room, and in it the comment-headed
-groups of that room's ``__all__``.
+The public surface is six rooms, each a module with its own ``__all__``: ``psych_runtime``
+(what an app uses), ``psych_runtime.records``, ``psych_runtime.ports``, ``psych_runtime.errors``,
+``psych_runtime.workflows`` and ``psych_runtime.mcp``. The page has one section per room, and
+in it the comment-headed groups of that room's ``__all__``.
 
 The names are read with griffe from the source (not imported), so attribute docstrings (type
 aliases, constants, dataclass fields) are found too, and a run of the generator never depends
@@ -53,6 +53,7 @@ ROOMS = (
     Room("psych_runtime.ports", RUNTIME_SRC / "ports.py"),
     Room("psych_runtime.errors", RUNTIME_SRC / "errors.py"),
     Room("psych_runtime.workflows", RUNTIME_SRC / "workflows.py"),
+    Room("psych_runtime.mcp", RUNTIME_SRC / "mcp.py"),
 )
 """The rooms, in the order the page shows them."""
 

@@ -43,6 +43,7 @@ from psych_core._errors import (
     InboxPending,
     LeaseExpired,
     LeaseLost,
+    McpServerNotConfigured,
     ModelError,
     NewerLog,
     NotAwaitingApproval,
@@ -101,6 +102,7 @@ from psych_core._records import (
     ToolCallStarted,
     ToolCallWaiting,
     ToolFailureReason,
+    ToolsUnavailable,
     attempts_exhausted,
 )
 from psych_core._report import (
@@ -125,6 +127,7 @@ from psych_core._signals import (
     UserInput,
 )
 from psych_core._spec import (
+    MCP_SEPARATOR,
     AgentSpec,
     AgentTool,
     ApprovalRule,
@@ -133,6 +136,7 @@ from psych_core._spec import (
     Comparison,
     HttpMethod,
     HttpTool,
+    McpServer,
     ModelRef,
     SandboxTool,
     Skill,
@@ -300,6 +304,8 @@ __all__ = [
     "Skill",
     "ToolRef",
     "WorkflowTool",
+    "McpServer",
+    "MCP_SEPARATOR",
     "canonical_json",
     "version_of",
     # workflow specs
@@ -395,6 +401,7 @@ __all__ = [
     "ToolCallSettled",
     "ToolCallStarted",
     "ToolCallWaiting",
+    "ToolsUnavailable",
     "ToolFailureReason",
     "attempts_exhausted",
     "StepsPlanned",
@@ -565,6 +572,7 @@ __all__ = [
     "SandboxError",
     "SandboxRefused",
     "SandboxToolUnavailable",
+    "McpServerNotConfigured",
     "SandboxUnavailable",
     "SecretNotFound",
     "SpecError",

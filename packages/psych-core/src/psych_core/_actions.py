@@ -233,13 +233,11 @@ def _calls_action(state: RunState, now: dt.datetime) -> Action | None:
     if resumed:
         return FinishResumed(resumed)
     orphans = tuple(
-        c.call
-        for c in state.calls
-        if c.phase == "started" and (c.started_attempt or 0) < state.attempt
+        c for c in state.calls if c.phase == "started" and (c.started_attempt or 0) < state.attempt
     )
     if orphans:
-        retry = tuple(c for c in orphans if _safe_to_retry(state, c.name))
-        return RetryCalls(retry) if retry else SettleCalls(orphans)
+        retry = tuple(c.call for c in orphans if _safe_to_retry(state, c))
+        return RetryCalls(retry) if retry else SettleCalls(tuple(c.call for c in orphans))
     running = tuple(c.call for c in state.calls if c.phase == "started")
     if running:
         return RunCalls(running)
@@ -316,7 +314,12 @@ def _earliest_due(calls: tuple[CallState, ...]) -> dt.datetime | None:
     return min(dues) if dues else None
 
 
-def _safe_to_retry(state: RunState, name: str) -> bool:
+def _safe_to_retry(state: RunState, call: CallState) -> bool:
+    if call.safe_to_retry is not None:
+        # Recorded when it started (an MCP tool's annotations): what the tool says now does
+        # not matter.
+        return call.safe_to_retry
+    name = call.call.name
     spec = state.spec
     if isinstance(spec, WorkflowSpec):
         # A step's child run is found again by its derived id, and a built-in wait only

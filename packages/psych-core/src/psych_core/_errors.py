@@ -78,6 +78,27 @@ class SandboxToolUnavailable(ToolNotRegistered):
         SpecError.__init__(self, f"{spec} {agent!r} names sandbox tool {tool!r}, but {problem}")
 
 
+class McpServerNotConfigured(ToolNotRegistered):
+    """A spec names an MCP server that the session or worker has no connection for.
+
+    A worker releases such a run for another worker, as for any tool it lacks.
+    """
+
+    def __init__(
+        self, agent: str, server: str, configured: tuple[str, ...], *, spec: str = "AgentSpec"
+    ) -> None:
+        self.agent = agent
+        self.tool = server
+        self.registered = configured
+        have = ", ".join(configured) if configured else "none"
+        SpecError.__init__(
+            self,
+            f"{spec} {agent!r} names MCP server {server!r}, but the runtime has no connection "
+            f"for it (configured: {have}). Pass Runtime(mcp_servers={{{server!r}: "
+            "McpStdio(...) or McpHttp(...)}).",
+        )
+
+
 class PolicyDenied(PsychError, PermissionError):
     """The `Policy` refused `scope` the `action` on `target`.
 

@@ -40,6 +40,7 @@ from psych_core._records import (
     ToolCallSettled,
     ToolCallStarted,
     ToolCallWaiting,
+    ToolsUnavailable,
 )
 from psych_core._signals import Cancel, ChildEnded, Resume, UserInput
 from psych_core._state import CallOutcome, CallPhase, CallState, RunState
@@ -99,7 +100,7 @@ def fold(state: RunState, record: Record) -> RunState:
             )
         case ModelCallFinished():
             return _model_finished(state, record, body)
-        case ModelCallFailed():
+        case ModelCallFailed() | ToolsUnavailable():
             return replace(state, next_seq=n)
         case ToolCallStarted():
             return _tool_started(state, record, body)
@@ -347,7 +348,12 @@ def _tool_started(state: RunState, record: Record, body: ToolCallStarted) -> Run
     if current.phase not in ("requested", "approved") and not orphaned:
         raise CorruptLog(state.run_id, record.seq, f"call {body.call_id} started twice")
     started = replace(
-        current, phase="started", started_attempt=record.attempt, starts=current.starts + 1
+        current,
+        phase="started",
+        started_attempt=record.attempt,
+        starts=current.starts + 1,
+        # A start after a crash (a safe call run again) keeps the safety first recorded.
+        safe_to_retry=current.safe_to_retry if body.safe_to_retry is None else body.safe_to_retry,
     )
     return replace(state, next_seq=record.seq + 1, calls=_with_call(state, started))
 

@@ -8,9 +8,16 @@ record (`RunAdmitted`) carries the schema version, so old logs stay readable.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from psych_core._messages import ToolCall
 from psych_core._scope import Scope
@@ -83,11 +90,24 @@ class ModelCallFailed(_Body):
 
 
 class ToolCallStarted(_Body):
-    """The call is about to run. Committed before the effect begins."""
+    """The call is about to run. Committed before the effect begins.
+
+    `safe_to_retry` is set for a tool whose safety is not in the spec (an MCP server's tool,
+    from its annotations): what a crash that cuts the call off does with it is decided by
+    what was recorded here, not by what the tool says later. Left out of the JSON when None.
+    """
 
     type: Literal["tool_call_started"] = "tool_call_started"
     call_id: str
     name: str
+    safe_to_retry: bool | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_safety(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("safe_to_retry", False) is None:
+            del data["safe_to_retry"]
+        return data
 
 
 class ToolCallFinished(_Body):
@@ -264,6 +284,18 @@ class RunCompleted(_Body):
     output: JsonValue = None
 
 
+class ToolsUnavailable(_Body):
+    """A tool source could not be reached for a turn that goes on without its tools.
+
+    Written before the model call of that turn, for an optional MCP server (``McpServer``
+    with ``required=False``): `source` names it (``"mcp:github"``), `error` says what failed.
+    """
+
+    type: Literal["tools_unavailable"] = "tools_unavailable"
+    source: str
+    error: str
+
+
 class RunFailed(_Body):
     """The run ended without an answer."""
 
@@ -325,6 +357,7 @@ Body = Annotated[
     | ToolCallFailed
     | ToolCallSettled
     | ToolCallWaiting
+    | ToolsUnavailable
     | ApprovalRequested
     | ApprovalDecided
     | SignalReceived

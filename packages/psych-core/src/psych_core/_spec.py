@@ -434,8 +434,79 @@ class WorkflowTool(_Frozen):
         return CodeTool._check_name(name)
 
 
+MCP_SEPARATOR = "__"
+"""Between a server's name and its tool's in the names the model sees: ``github__search``."""
+
+
+class McpServer(_Frozen):
+    """The tools of an MCP server, by the server's name in the worker's configuration.
+
+    How to reach the server (a command over stdio, or a streamable HTTP URL) and which
+    credential to use are not here: they come from ``Runtime(mcp_servers={name: ...})``, so
+    the spec's version does not depend on a deployment. The server's tools are listed at the
+    start of every turn, narrowed to `tools` and by the `Policy`, and offered to the model as
+    ``{name}__{tool}``.
+
+    Whether a call may run again after a crash comes from the tool's annotations, and is
+    recorded when the call starts: a tool marked read-only or idempotent is safe; any other
+    is settled ``unknown`` when a crash cuts it off.
+
+    Attributes:
+        name: the server's name in ``Runtime.mcp_servers``; 1 to 32 letters, digits, ``_``
+            or ``-``, without ``__``.
+        tools: the server's tools the agent may use, by their names at the server; None for
+            every tool it lists.
+        required: True: a turn whose server cannot be reached fails the run, naming the
+            server. False: the turn goes on without the server's tools, and the log says so.
+        deferred: offer the model three discovery tools (``{name}__search``,
+            ``{name}__describe``, ``{name}__call``) instead of every tool's schema: for a
+            server with a large catalogue.
+        requires_approval: whether a person must approve each call of the server's tools.
+        approve_destructive: whether a person must approve each call of a tool the server
+            does not mark read-only and does not mark non-destructive (MCP's defaults make
+            such a tool destructive).
+        timeout: seconds a call may take.
+    """
+
+    kind: Literal["mcp"] = "mcp"
+    name: str
+    tools: tuple[str, ...] | None = None
+    required: bool = True
+    deferred: bool = False
+    requires_approval: ApprovalRule = False
+    approve_destructive: bool = False
+    timeout: float | None = Field(default=60.0, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _check_server_name(cls, name: str) -> str:
+        if not _SERVER_NAME.match(name) or MCP_SEPARATOR in name:
+            raise ValueError(
+                f"MCP server name {name!r} must be 1 to 32 letters, digits, '_' or '-', "
+                f"without {MCP_SEPARATOR!r} (the model sees its tools as NAME{MCP_SEPARATOR}TOOL)"
+            )
+        return name
+
+    @property
+    def safe_to_retry(self) -> bool:
+        """False: each of the server's tools says for itself (its annotations), when it starts."""
+        return False
+
+    def tool_name(self, tool: str) -> str:
+        """The name the model sees for the server's tool `tool`."""
+        return f"{self.name}{MCP_SEPARATOR}{tool}"
+
+    def offers(self, tool: str) -> bool:
+        """Whether the agent may use the server's tool `tool` (its allow-list)."""
+        return self.tools is None or tool in self.tools
+
+
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
 ToolRef = Annotated[
-    CodeTool | HttpTool | SandboxTool | AgentTool | WorkflowTool, Field(discriminator="kind")
+    CodeTool | HttpTool | SandboxTool | AgentTool | WorkflowTool | McpServer,
+    Field(discriminator="kind"),
 ]
 """Any tool reference an `AgentSpec` can hold, told apart by its ``kind``."""
 

@@ -107,6 +107,8 @@ class CallState:
             when the step times out (its child run is cancelled then).
         child_run_id: the child run of a subagent call.
         outcome: how it ended, once ``done``.
+        safe_to_retry: whether the call may run again after a crash, as its start recorded
+            it (an MCP tool's annotations); None when the spec says (`ToolCallStarted`).
     """
 
     call: ToolCall
@@ -119,6 +121,7 @@ class CallState:
     due_at: dt.datetime | None = None
     child_run_id: str | None = None
     outcome: CallOutcome | None = None
+    safe_to_retry: bool | None = None
 
     @property
     def effective_arguments(self) -> str:

@@ -12,6 +12,8 @@ in rooms of its own, each with its `__all__`:
 - `psych_runtime.errors`: every error Psych raises, in one tree under `PsychError`.
 - `psych_runtime.workflows`: the fluent builder of workflow specs (`Workflow`, `ref`, `lit`, the
   condition helpers) and the classes of a spec's steps, values and conditions.
+- `psych_runtime.mcp`: MCP servers as tool sources (`McpServer` in a spec, `McpStdio` and
+  `McpHttp` in the `Runtime`).
 
 `FakeModel` and the contract suites are in `psych_runtime.testing`.
 """
@@ -51,6 +53,7 @@ from psych_core import (
     WorkflowTool,
 )
 from psych_runtime import _claim, errors, ports, records
+from psych_runtime import mcp as mcp  # a room, reachable after `import psych_runtime`
 from psych_runtime import workflows as workflows  # a room, reachable after `import psych_runtime`
 from psych_runtime._surface._reading import read_log, report, status, workflow_view
 from psych_runtime._surface._replay import replay

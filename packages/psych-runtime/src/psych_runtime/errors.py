@@ -3,7 +3,8 @@
     PsychError
     ├── SpecError                 an AgentSpec or a tool definition is not valid
     │   └── ToolNotRegistered     a spec names a tool the session or worker has no function for
-    │       └── SandboxToolUnavailable  a sandbox tool, and no sandbox that can run it
+    │       ├── SandboxToolUnavailable  a sandbox tool, and no sandbox that can run it
+    │       └── McpServerNotConfigured  an MCP server, and no connection configured for it
     ├── PolicyDenied              the Policy refused this scope an action on a target
     ├── FoldError                 a log cannot be folded: names the run and the seq
     │   ├── CorruptLog            the log contradicts itself (a gap, a repeat, an orphan outcome)
@@ -49,6 +50,7 @@ from psych_core import (
     InboxPending,
     LeaseExpired,
     LeaseLost,
+    McpServerNotConfigured,
     ModelError,
     NewerLog,
     NotAwaitingApproval,
@@ -78,6 +80,7 @@ __all__ = [
     "SpecError",
     "ToolNotRegistered",
     "SandboxToolUnavailable",
+    "McpServerNotConfigured",
     "PolicyDenied",
     "FoldError",
     "CorruptLog",

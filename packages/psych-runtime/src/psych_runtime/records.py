@@ -69,6 +69,7 @@ from psych_core import (
     ToolCallStarted,
     ToolCallWaiting,
     ToolFailureReason,
+    ToolsUnavailable,
     UserInput,
 )
 from psych_runtime import _claim
@@ -90,6 +91,7 @@ __all__ = [
     "ToolCallFailed",
     "ToolCallSettled",
     "ToolCallWaiting",
+    "ToolsUnavailable",
     "ToolFailureReason",
     "ChildStarted",
     "ChildFinished",

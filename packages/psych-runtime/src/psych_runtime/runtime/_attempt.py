@@ -48,6 +48,7 @@ from psych_core import (
     ToolCallSettled,
     ToolCallWaiting,
     ToolStep,
+    ToolsUnavailable,
     WorkflowSpec,
     WorkflowTool,
     fold,
@@ -79,6 +80,7 @@ from psych_runtime.tools import (
     ToolOutcomeUnknown,
     ToolRaised,
     ToolRegistry,
+    Turn,
     WaitFor,
 )
 
@@ -131,7 +133,8 @@ class Attempt:
         # Known secret values are redacted from every body before it is folded or recorded;
         # the app's prices re-price model calls the provider did not price.
         self._redactor = Redactor(runtime.secrets)
-        self._resolved: Mapping[str, ResolvedTool] = self._resolve()
+        # Resolved when the attempt begins (`run`) and again before every model call.
+        self._resolved: Mapping[str, ResolvedTool] = {}
         spec = state.spec
         # A workflow's tool steps may each set a timeout of their own for the same tool.
         self._step_timeouts: dict[str, float] = (
@@ -151,6 +154,9 @@ class Attempt:
         decided, releases its lease before the next effect, and returns with `stopped` set.
         """
         await self._move_inbox()
+        # A required MCP server that is down fails the next turn, not the work left over from
+        # the last one (a safe call to run again after a crash finds its tool, or fails).
+        self._resolved = (await self._turn()).tools
         while True:
             if self.inbox_last > self.state.inbox_seen:
                 await self._move_inbox()
@@ -202,19 +208,29 @@ class Attempt:
         timeouts = [
             self._timeout(call, tool)
             for call in calls
-            if (tool := self._resolved.get(call.name)) is not None and not tool.ref.safe_to_retry
+            if (tool := self._resolved.get(call.name)) is not None and not self._safe(call, tool)
         ]
         if timeouts:
             margins = [self.lease.safe_margin(timeout) for timeout in timeouts]
             await self.lease.ensure(max(margins), f"the {len(calls)} call(s) of this turn")
 
-    def _resolve(self) -> Mapping[str, ResolvedTool]:
-        """The tools this run may call now: those the policy allows its scope; a child run
-        only those its parent could use."""
+    async def _turn(self) -> Turn:
+        """The tools this run may call now: those the policy allows its scope (an MCP
+        server's as it lists them now); a child run only those its parent could use."""
         assert self.state.spec is not None
         admitted = self.state.admitted
         allowed = admitted.allowed_tools if admitted is not None else None
-        return self.tools.resolve(self.state.spec, self.scope, self.runtime.policy, allowed)
+        return await self.tools.resolve_turn(
+            self.state.spec, self.scope, self.runtime.policy, allowed
+        )
+
+    def _safe(self, call: ToolCall, tool: ResolvedTool) -> bool:
+        """Whether `call` may run again after a crash: as its start recorded (an MCP tool's
+        annotations), else as its spec says."""
+        current = self.state.call(call.call_id)
+        if current is not None and current.safe_to_retry is not None:
+            return current.safe_to_retry
+        return tool.ref.safe_to_retry
 
     def _timeout(self, call: ToolCall, tool: ResolvedTool) -> float | None:
         """The seconds a call may run: its tool's timeout, or its workflow step's when that
@@ -424,7 +440,15 @@ class Attempt:
         # Resolved again before every model call: what a run may use can change between turns.
         spec = self.state.spec
         assert isinstance(spec, AgentSpec)
-        self._resolved = self._resolve()
+        turn = await self._turn()
+        self._resolved = turn.tools
+        if turn.failure is not None:
+            error = f"run {self.state.run_id}, seq {self.state.next_seq}: {turn.failure}"
+            return [RunFailed(reason="tool_unavailable", error=error)]
+        # An optional tool source that is down: the turn goes on without it, and says so.
+        dropped: list[Body] = [
+            ToolsUnavailable(source=source, error=error) for source, error in turn.unavailable
+        ]
         definitions = tuple(tool.definition() for tool in self._resolved.values())
         request = build_request(self.state, definitions)
         try:
@@ -440,11 +464,11 @@ class Attempt:
             )
             if len(failures) > 1:
                 error += f" ({len(failures)} failed attempts, each recorded)"
-            return [*failures, RunFailed(reason="model_error", error=error)]
+            return [*dropped, *failures, RunFailed(reason="model_error", error=error)]
         # Attempts that failed before one served are recorded first, in the same append.
         failed = [failure_record(failure) for failure in response.failures]
-        seq = self.state.next_seq + len(failed)
-        return [*failed, finished_record(response, seq, self.runtime.prices)]
+        seq = self.state.next_seq + len(dropped) + len(failed)
+        return [*dropped, *failed, finished_record(response, seq, self.runtime.prices)]
 
     async def _run_calls(self, calls: tuple[ToolCall, ...]) -> None:
         async def run_one(call: ToolCall) -> None:
@@ -530,7 +554,7 @@ class Attempt:
         if tool.function is None:
             return await self._start_child(call, tool, arguments["input"])
         timeout = self._timeout(call, tool)
-        if self.lease is not None and not tool.ref.safe_to_retry:
+        if self.lease is not None and not self._safe(call, tool):
             # A stale attempt (paused past its lease, cut off from the store) must not start
             # an effect that another attempt may already have settled `unknown`.
             needed = self.lease.safe_margin(timeout)
@@ -543,7 +567,7 @@ class Attempt:
         except ToolOutcomeUnknown as exc:
             return ToolCallSettled(call_id=call.call_id, note=str(exc))
         except TimeoutError:
-            return _timed_out(call, tool, timeout)
+            return _timed_out(call, self._safe(call, tool), timeout)
         if isinstance(result, WaitFor):
             return ToolCallWaiting(call_id=call.call_id, note=result.note, due_at=result.due_at)
         return ToolCallFinished(call_id=call.call_id, result=result)
@@ -559,11 +583,11 @@ def _raise_first_error(tasks: dict[asyncio.Task[None], ToolCall]) -> None:
                 raise error
 
 
-def _timed_out(call: ToolCall, tool: ResolvedTool, timeout: float | None) -> Body:
+def _timed_out(call: ToolCall, safe: bool, timeout: float | None) -> Body:
     # A safe tool's timeout is a plain failure. For any other tool the effect may have
     # happened (or may still happen: a sync function's thread cannot be stopped), so the
     # outcome is unknown and the model is told so.
     message = f"tool {call.name!r} did not finish within its timeout of {timeout} s"
-    if tool.ref.safe_to_retry:
+    if safe:
         return ToolCallFailed(call_id=call.call_id, reason="timeout", error=message)
     return ToolCallSettled(call_id=call.call_id, note=message)

@@ -19,7 +19,7 @@ from psych_runtime.model import PriceTable
 from psych_runtime.model.egress import EgressPolicy
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._decide import ApprovalCheck
-from psych_runtime.tools import ToolFunction, ToolRegistry
+from psych_runtime.tools import McpConnection, ToolFunction, ToolRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +81,10 @@ class Runtime:
             the call needs approval. A name missing here always asks for approval.
         policy: what each scope may do, and which tools its runs are offered before every
             model call (`Policy.narrow`); a call to a tool it took away is refused and recorded.
-        egress: which addresses http tools may reach; each tool reaches only its URL's host.
-            Public addresses only when None.
+        egress: which addresses http tools (and MCP servers over HTTP) may reach; each http
+            tool reaches only its URL's host. Public addresses only when None.
+        mcp_servers: how to reach the MCP servers specs name (`McpServer`), by name:
+            `McpStdio` (a command) or `McpHttp` (a URL), each with the secret it uses.
         clock: where times in records come from.
         leases: how attempts hold their runs (`Leases`).
         cancel_grace: seconds in-flight calls get to finish after the run is cancelled; calls
@@ -97,6 +99,7 @@ class Runtime:
     approval_rules: Mapping[str, ApprovalCheck] = field(default_factory=dict)
     policy: Policy | None = None
     egress: EgressPolicy | None = None
+    mcp_servers: Mapping[str, McpConnection] = field(default_factory=dict)
     clock: Clock = field(default_factory=SystemClock)
     leases: Leases = field(default_factory=Leases)
     cancel_grace: float = 10.0
@@ -106,6 +109,7 @@ class Runtime:
         tools: Iterable[ToolFunction] = self.tools
         object.__setattr__(self, "tools", tuple(tools))
         object.__setattr__(self, "approval_rules", MappingProxyType(dict(self.approval_rules)))
+        object.__setattr__(self, "mcp_servers", MappingProxyType(dict(self.mcp_servers)))
         if self.cancel_grace < 0:
             raise ValueError(f"Runtime.cancel_grace must not be negative, got {self.cancel_grace}")
 
@@ -118,5 +122,9 @@ def registry_of(runtime: Runtime) -> ToolRegistry:
     """The tools of `runtime`, ready to run: one registry per worker or session, which owns the
     connections its http tools open (closed by `ToolRegistry.aclose`)."""
     return ToolRegistry(
-        runtime.tools, sandbox=runtime.sandbox, egress=runtime.egress, secrets=runtime.secrets
+        runtime.tools,
+        sandbox=runtime.sandbox,
+        egress=runtime.egress,
+        secrets=runtime.secrets,
+        mcp_servers=runtime.mcp_servers,
     )

@@ -166,12 +166,20 @@ def _start_or_refuse(
             error=f"invalid arguments for tool {call.name!r}: {exc}",
         )
     validated[call.call_id] = arguments
-    if tool.ref.requires_approval is not False:
+    rule = tool.approval_rule(arguments)
+    if rule is not False:
         raw = json.loads(call.arguments) if call.arguments.strip() else {}
-        why = approval_needed(tool.ref.requires_approval, raw, rules)
+        why = approval_needed(rule, raw, rules)
         if why is not None:
             return ApprovalRequested(call_id=call.call_id, rule=why)
-    return ToolCallStarted(call_id=call.call_id, name=call.name)
+    return _started(call, tool, arguments)
+
+
+def _started(call: ToolCall, tool: ResolvedTool, arguments: dict[str, Any]) -> ToolCallStarted:
+    # A tool that says for itself whether it may run again (an MCP tool, by its annotations)
+    # has that recorded now: a crash during the call is judged by what was known at its start.
+    safe = tool.recorded_safety(arguments)
+    return ToolCallStarted(call_id=call.call_id, name=call.name, safe_to_retry=safe)
 
 
 def _start_approved(
@@ -187,16 +195,17 @@ def _start_approved(
             reason="unknown_tool",
             error=f"tool {call.name!r} is no longer available to this run",
         )
-    if state.arguments is not None:
-        try:
-            validated[call.call_id] = tool.validate(state.arguments)
-        except InvalidArguments as exc:
-            return ToolCallFailed(
-                call_id=call.call_id,
-                reason="invalid_arguments",
-                error=f"the approver's edited arguments for tool {call.name!r} are invalid: {exc}",
-            )
-    return ToolCallStarted(call_id=call.call_id, name=call.name)
+    try:
+        arguments = tool.validate(state.effective_arguments)
+    except InvalidArguments as exc:
+        whose = "the approver's edited arguments" if state.arguments is not None else "arguments"
+        return ToolCallFailed(
+            call_id=call.call_id,
+            reason="invalid_arguments",
+            error=f"{whose} for tool {call.name!r} are invalid: {exc}",
+        )
+    validated[call.call_id] = arguments
+    return _started(call, tool, arguments)
 
 
 def _timed_out_wait(state: CallState) -> Body:

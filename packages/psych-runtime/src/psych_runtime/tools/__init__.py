@@ -7,12 +7,22 @@ from psych_runtime.tools._code import (
     ToolRaised,
 )
 from psych_runtime.tools._context import ToolContext
-from psych_runtime.tools._registry import ResolvedTool, ToolExecutor, ToolFunction, ToolRegistry
+from psych_runtime.tools._mcp import McpConnection, McpHttp, McpStdio
+from psych_runtime.tools._registry import (
+    ResolvedTool,
+    ToolExecutor,
+    ToolFunction,
+    ToolRegistry,
+    Turn,
+)
 from psych_runtime.tools._wait import WaitFor
 
 __all__ = [
     "CodeFunction",
     "InvalidArguments",
+    "McpConnection",
+    "McpHttp",
+    "McpStdio",
     "ResolvedTool",
     "ToolContext",
     "ToolExecutor",
@@ -20,5 +30,6 @@ __all__ = [
     "ToolOutcomeUnknown",
     "ToolRaised",
     "ToolRegistry",
+    "Turn",
     "WaitFor",
 ]

@@ -20,15 +20,22 @@ def parse_arguments(schema: Mapping[str, JsonValue], text: str) -> dict[str, Any
 
     Raises `InvalidArguments` listing every problem, so the model can fix them all at once.
     """
+    raw = json_object(text)
+    problems = validation_errors(schema, raw)
+    if problems:
+        raise InvalidArguments("; ".join(problems))
+    return raw
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """The model's argument text as a JSON object (empty text is ``{}``); `InvalidArguments`
+    when it is not one."""
     try:
         raw = json.loads(text) if text.strip() else {}
     except ValueError as exc:
         raise InvalidArguments(f"arguments are not valid JSON: {exc}") from exc
     if not isinstance(raw, dict):
         raise InvalidArguments(f"arguments must be a JSON object, got {type(raw).__name__}")
-    problems = validation_errors(schema, raw)
-    if problems:
-        raise InvalidArguments("; ".join(problems))
     return raw
 
 

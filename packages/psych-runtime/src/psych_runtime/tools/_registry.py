@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import JsonValue
 
@@ -12,8 +12,11 @@ from psych_core import (
     AgentSpec,
     AgentStep,
     AgentTool,
+    ApprovalRule,
     CodeTool,
     HttpTool,
+    McpServer,
+    McpServerNotConfigured,
     Policy,
     Sandbox,
     SandboxRefused,
@@ -42,8 +45,12 @@ from psych_runtime.tools._builtin_waits import builtin_refs
 from psych_runtime.tools._code import CodeFunction
 from psych_runtime.tools._context import ToolContext
 from psych_runtime.tools._http import EgressPolicy, HttpTools
+from psych_runtime.tools._mcp import McpConnection
 from psych_runtime.tools._sandboxed import SandboxCall, check_sandbox
 from psych_runtime.tools._wait import WaitFor
+
+if TYPE_CHECKING:
+    from psych_runtime.tools._mcp._source import McpTools
 
 ToolFunction = Callable[..., Any] | CodeFunction
 """A tool the app registers: a plain function (sync or async) or a described `CodeFunction`."""
@@ -65,6 +72,19 @@ class ToolExecutor(Protocol):
         ...
 
 
+class SelfJudging(Protocol):
+    """An executor whose tool says for itself, per call, whether it is safe to run again and
+    when it needs approval (an MCP server's tool, from its annotations) instead of its spec."""
+
+    def safe_to_retry(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether the call may run again after a crash; recorded when it starts."""
+        ...
+
+    def approval_rule(self, arguments: Mapping[str, Any]) -> ApprovalRule:
+        """When the call needs a person's approval."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ResolvedTool:
     """A tool this run may call now: its reference in the spec and what runs it (None for
@@ -72,6 +92,9 @@ class ResolvedTool:
 
     ref: ToolRef
     function: ToolExecutor | None = None
+    judge: SelfJudging | None = None
+    """Set for a tool that says for itself whether a call is safe to repeat and when it needs
+    approval (an MCP server's tool); its spec says for every other."""
 
     def definition(self) -> ToolDefinition:
         """How the model is offered this tool."""
@@ -80,7 +103,20 @@ class ResolvedTool:
         if isinstance(self.ref, WorkflowTool):
             return workflow_definition(self.ref)
         assert self.function is not None
+        if isinstance(self.ref, McpServer):
+            return self.function.definition()
         return self.function.definition(self.ref.description or None)
+
+    def recorded_safety(self, arguments: Mapping[str, Any]) -> bool | None:
+        """Whether the call is safe to run again, for its start record: said by the tool
+        itself (`SelfJudging`); None when the spec says."""
+        return self.judge.safe_to_retry(arguments) if self.judge is not None else None
+
+    def approval_rule(self, arguments: Mapping[str, Any]) -> ApprovalRule:
+        """When the call needs a person's approval: its spec's rule, or the tool's own."""
+        if self.judge is not None:
+            return self.judge.approval_rule(arguments)
+        return self.ref.requires_approval
 
     def validate(self, arguments: str) -> dict[str, Any]:
         """The call's arguments, parsed and validated; `InvalidArguments` says what is wrong."""
@@ -91,6 +127,22 @@ class ResolvedTool:
         return self.function.validate(arguments)
 
 
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """The tools a run may call this turn, and what could not be had.
+
+    Attributes:
+        tools: the resolved tools, by the names the model sees.
+        unavailable: ``(source, error)`` of each optional tool source that could not be
+            reached: the turn goes on without its tools, and the log says so.
+        failure: why a required tool source could not be reached: the turn cannot go on.
+    """
+
+    tools: Mapping[str, ResolvedTool]
+    unavailable: tuple[tuple[str, str], ...] = ()
+    failure: str | None = None
+
+
 class ToolRegistry:
     """What a session or worker can run: its code functions by name, its sandbox, and the
     egress its http tools send through.
@@ -99,7 +151,9 @@ class ToolRegistry:
         tools: the code functions.
         sandbox: where sandbox tools run; a spec with a sandbox tool is refused without one.
         egress: which addresses http tools may reach (each tool only its own host).
-        secrets: where the secrets named in http tools' headers come from.
+        secrets: where the secrets named in http tools' headers (and MCP servers'
+            credentials) come from.
+        mcp_servers: how to reach the MCP servers specs name, by name.
     """
 
     def __init__(
@@ -109,6 +163,7 @@ class ToolRegistry:
         sandbox: Sandbox | None = None,
         egress: EgressPolicy | None = None,
         secrets: SecretResolver | None = None,
+        mcp_servers: Mapping[str, McpConnection] | None = None,
     ) -> None:
         self._functions: dict[str, CodeFunction] = {}
         for tool in tools:
@@ -118,6 +173,10 @@ class ToolRegistry:
             self._functions[function.name] = function
         self.sandbox = sandbox
         self._http = HttpTools(egress, secrets)
+        self._egress = egress
+        self._secrets = secrets
+        self._mcp_servers = dict(mcp_servers or {})
+        self._mcp: McpTools | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -162,6 +221,10 @@ class ToolRegistry:
                     return SandboxToolUnavailable(owner, ref.name, problem, spec=kind)
             case AgentTool() | WorkflowTool():
                 return self.missing(ref.spec)
+            case McpServer() if ref.name not in self._mcp_servers:
+                return McpServerNotConfigured(
+                    owner, ref.name, tuple(sorted(self._mcp_servers)), spec=kind
+                )
             case _:
                 pass
         return None
@@ -247,10 +310,76 @@ class ToolRegistry:
                 return ResolvedTool(ref, SandboxCall(ref, self.sandbox))
             case AgentTool() | WorkflowTool():
                 return ResolvedTool(ref)
+            case McpServer():
+                return None  # its tools are listed by the server (`resolve_turn`)
+
+    async def resolve_turn(
+        self,
+        spec: AgentSpec | WorkflowSpec,
+        scope: Scope,
+        policy: Policy | None = None,
+        allowed: Collection[str] | None = None,
+    ) -> Turn:
+        """`resolve`, and the tools of the MCP servers an agent names, listed by each server
+        now (a cached list, read again after the server says it changed), narrowed to the
+        reference's allow-list, to `allowed` and by `policy`.
+
+        A required server that cannot be reached makes the turn's `failure`; an optional one
+        is left out and named in `unavailable`. A server's tool whose name another tool of
+        the spec already has is left out.
+        """
+        resolved = self.resolve(spec, scope, policy, allowed)
+        servers = (
+            [ref for ref in spec.tools if isinstance(ref, McpServer)]
+            if isinstance(spec, AgentSpec)
+            else []
+        )
+        if not servers:
+            return Turn(resolved)
+        from psych_runtime.tools._mcp._source import ServerUnavailable
+
+        source = self._mcp_tools()
+        tools: dict[str, ResolvedTool] = {}
+        unavailable: list[tuple[str, str]] = []
+        for ref in spec.tools:
+            if not isinstance(ref, McpServer):
+                if ref.name in resolved:
+                    tools[ref.name] = resolved[ref.name]
+                continue
+            try:
+                offered = await source.offered(ref, scope, policy, allowed)
+            except ServerUnavailable as exc:
+                if ref.required:
+                    return Turn(resolved, failure=str(exc))
+                unavailable.append((f"mcp:{ref.name}", str(exc)))
+                continue
+            for name, executor in offered.executors.items():
+                if name not in tools and spec.tool(name) is None:
+                    tools[name] = ResolvedTool(ref, executor, judge=executor)
+        return Turn(tools, tuple(unavailable))
+
+    def _mcp_tools(self) -> McpTools:
+        if self._mcp is None:
+            try:
+                from psych_runtime.tools._mcp._source import McpTools
+            except ImportError as exc:
+                raise SpecError(
+                    f"MCP servers need the MCP SDK, which is not installed ({exc}): install "
+                    "psych-runtime[mcp]"
+                ) from exc
+            self._mcp = McpTools(self._mcp_servers, self._secrets, self._egress)
+        return self._mcp
+
+    @property
+    def mcp(self) -> McpTools | None:
+        """The MCP sessions this registry opened, once a run needed a server."""
+        return self._mcp
 
     async def aclose(self) -> None:
-        """Close the connections the http tools opened."""
+        """Close the connections the http tools and MCP servers opened."""
         await self._http.aclose()
+        if self._mcp is not None:
+            await self._mcp.aclose()
 
 
 def _narrowed(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import ipaddress
-import socket
 import string
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -15,12 +13,8 @@ from typing import Any, Self
 import httpx
 
 from psych_core import EgressError, EgressRefused, SecretNotFound, SecretResolver
-from psych_runtime.model.egress._policy import (
-    EgressPolicy,
-    HostResolver,
-    ip_literal,
-    system_resolve,
-)
+from psych_runtime.model.egress._checks import checked_addresses
+from psych_runtime.model.egress._policy import EgressPolicy, HostResolver, system_resolve
 from psych_runtime.model.egress._redact import Redactor
 
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
@@ -426,29 +420,9 @@ class _GuardedTransport(httpx.AsyncBaseTransport):
         url = request.url
         shown = str(url.copy_with(query=None, fragment=None))
         host = url.host
-        if url.scheme not in ("http", "https"):
-            raise EgressRefused(
-                f"{shown}: only http and https requests may leave", url=shown, host=host
-            )
-        if not self._policy.host_allowed(host):
-            allowed = ", ".join(self._policy.allow_hosts or ())
-            raise EgressRefused(
-                f"{shown}: host {host!r} is not on the egress allowlist ({allowed}); "
-                "add it to EgressPolicy(allow_hosts=...)",
-                url=shown,
-                host=host,
-            )
-        addresses = await self._addresses(host, url.port or _default_port(url.scheme), shown)
-        for address in addresses:
-            refusal = self._policy.address_refusal(ipaddress.ip_address(address))
-            if refusal is not None:
-                said = host if host == address else f"{host} ({address})"
-                raise EgressRefused(
-                    f"{shown}: refused before connecting: {said} is {refusal}",
-                    url=shown,
-                    host=host,
-                    address=address,
-                )
+        addresses = await checked_addresses(
+            self._policy, self._resolve, scheme=url.scheme, host=host, port=url.port, shown=shown
+        )
         transport = self._pool(host)
         failure: httpx.ConnectError | None = None
         for address in addresses:
@@ -465,24 +439,6 @@ class _GuardedTransport(httpx.AsyncBaseTransport):
             await pool.aclose()
         if self._shared is not None:
             await self._shared.aclose()
-
-    async def _addresses(self, host: str, port: int, shown: str) -> list[str]:
-        literal = ip_literal(host)
-        if literal is not None:
-            return [str(literal)]
-        try:
-            found = list(await self._resolve(host, port))
-        except (OSError, socket.gaierror) as exc:
-            raise EgressError(
-                f"{shown}: cannot resolve host {host!r} ({exc}); check the name and the network",
-                url=shown,
-                sent=False,
-            ) from None
-        if not found:
-            raise EgressError(
-                f"{shown}: host {host!r} resolves to no address", url=shown, sent=False
-            )
-        return found
 
     def _pool(self, host: str) -> httpx.AsyncBaseTransport:
         if self._shared is not None:
@@ -505,10 +461,6 @@ def _pinned(request: httpx.Request, address: str) -> httpx.Request:
         stream=request.stream,
         extensions=extensions,
     )
-
-
-def _default_port(scheme: str) -> int:
-    return 443 if scheme == "https" else 80
 
 
 def _positive(name: str, seconds: float) -> float:

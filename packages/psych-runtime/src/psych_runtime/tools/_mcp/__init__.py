@@ -1,0 +1,6 @@
+"""MCP servers as tool sources: configuration here; the SDK is imported only when a run needs
+a server (`psych_runtime.tools._mcp._source`)."""
+
+from psych_runtime.tools._mcp._config import McpConnection, McpHttp, McpStdio
+
+__all__ = ["McpConnection", "McpHttp", "McpStdio"]

@@ -1,0 +1,119 @@
+"""How a worker reaches an MCP server: the deployment half of an `McpServer` reference.
+
+A spec names a server; ``Runtime(mcp_servers={name: McpStdio(...) | McpHttp(...)})`` says how
+to reach it and with which credential. Nothing here imports the MCP SDK, so a runtime without
+the ``mcp`` extra can still be configured (and says what is missing when a run needs it).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from psych_core import Scope
+
+CREDENTIAL = "credential"
+"""The placeholder that takes the credential's value in `McpStdio.env` and `McpHttp.headers`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpStdio:
+    """An MCP server the worker starts as a subprocess and talks to over its stdin and stdout.
+
+    Attributes:
+        command: the program to run.
+        args: its arguments.
+        env: environment variables for it (the SDK adds a minimal safe environment);
+            ``{credential}`` in a value takes the credential's value.
+        cwd: its working directory; the worker's when None.
+        credential: the name of the secret the server is given, resolved through the
+            runtime's `SecretResolver` for each run's scope: ``{tenant}`` in it takes the
+            scope's tenant (``"GITHUB_TOKEN_{tenant}"``). None for no credential.
+        timeout: seconds to wait for the server to start and list its tools.
+    """
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    credential: str | None = None
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        _check_templates("env", self.env, self.credential)
+        _check_credential(self.credential)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpHttp:
+    """An MCP server reached over streamable HTTP, through the egress seam.
+
+    The connection obeys the runtime's `EgressPolicy` like every outbound request: the URL's
+    host must be allowed and resolve to addresses the policy accepts (loopback and private
+    addresses only when it says so).
+
+    Attributes:
+        url: the server's MCP endpoint (``https://host/mcp``).
+        headers: headers sent with every request; ``{credential}`` in a value takes the
+            credential's value (``{"Authorization": "Bearer {credential}"}``).
+        credential: the name of the secret, as for `McpStdio.credential`.
+        timeout: seconds to wait to connect and list the tools, and for each request's
+            response to begin.
+    """
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    credential: str | None = None
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"McpHttp url must be http:// or https://, not {self.url!r}")
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
+        _check_templates("headers", self.headers, self.credential)
+        _check_credential(self.credential)
+
+
+McpConnection = McpStdio | McpHttp
+"""How to reach one MCP server."""
+
+
+def credential_name(connection: McpConnection, scope: Scope) -> str | None:
+    """The name of the secret `connection` uses for runs of `scope`, or None."""
+    if connection.credential is None:
+        return None
+    return connection.credential.replace("{tenant}", scope.tenant)
+
+
+def filled(templates: Mapping[str, str], value: str | None) -> dict[str, str]:
+    """`templates` with ``{credential}`` replaced by `value` (there is none when it is None)."""
+    marker = "{" + CREDENTIAL + "}"
+    return {key: text.replace(marker, value or "") for key, text in templates.items()}
+
+
+def _check_templates(what: str, templates: Mapping[str, str], credential: str | None) -> None:
+    for key, text in templates.items():
+        names = [name for _l, name, _s, _c in string.Formatter().parse(text) if name is not None]
+        unknown = [name for name in names if name != CREDENTIAL]
+        if unknown:
+            raise ValueError(
+                f"{what}[{key!r}]: only {{{CREDENTIAL}}} may be filled in, not "
+                f"{', '.join('{' + n + '}' for n in unknown)}"
+            )
+        if names and credential is None:
+            raise ValueError(f"{what}[{key!r}] uses {{{CREDENTIAL}}} but no credential is named")
+
+
+def _check_credential(credential: str | None) -> None:
+    if credential is None:
+        return
+    rest = credential.replace("{tenant}", "")
+    if not rest or "{" in rest or "}" in rest:
+        raise ValueError(
+            f"credential {credential!r} must be a secret's name, with {{tenant}} as the only "
+            "placeholder"
+        )
