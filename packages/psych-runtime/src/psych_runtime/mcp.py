@@ -8,7 +8,7 @@ model call, narrowed to the reference's allow-list and by the `Policy`, and offe
 ``{server}__{tool}``. A call cut off by a crash is run again only when the tool is annotated
 read-only or idempotent (recorded when the call starts); any other is settled ``unknown``.
 
-The SDK comes with the ``mcp`` extra: ``pip install "psych-runtime[mcp]"``.
+The SDK comes with the ``mcp`` extra (``psych-runtime[mcp]``).
 
     from psych_runtime.mcp import McpServer, McpStdio
 
