@@ -45,15 +45,20 @@ def request_bytes(request: ModelRequest) -> int:
     return len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
 
 
+def catalogue_agent(server: str, *, deferred: bool) -> AgentSpec:
+    """An agent with the catalogue server `server`, offered eagerly or deferred."""
+    return AgentSpec(
+        name="catalogue",
+        model=ModelRef(model="bench"),
+        tools=(McpServer(name=server, deferred=deferred),),
+    )
+
+
 async def first_request(tools: int, *, deferred: bool) -> ModelRequest:
     """The first model request of a run whose agent has the catalogue server."""
     model = FakeModel().turn(text="done")
     runtime = Runtime(model=model, mcp_servers={"catalogue": demo_server(tools)})
-    spec = AgentSpec(
-        name="catalogue",
-        model=ModelRef(model="bench"),
-        tools=(McpServer(name="catalogue", deferred=deferred),),
-    )
+    spec = catalogue_agent("catalogue", deferred=deferred)
     async with session(runtime=runtime) as s:
         view = await s.ask(spec, "find the tool for index 42")
     assert view.status == "completed", view.error

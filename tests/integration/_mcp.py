@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from psych_runtime.mcp import McpHttp, McpStdio
+from psych_runtime.mcp import McpStdio
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -64,11 +64,6 @@ def demo_http(ledger: Path | None = None, **env: str) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(10)
-
-
-def http_connection(url: str, **options: object) -> McpHttp:
-    """`McpHttp` for `url`."""
-    return McpHttp(url=url, **options)  # type: ignore[arg-type]
 
 
 def ledger_lines(ledger: Path) -> list[list[str]]:

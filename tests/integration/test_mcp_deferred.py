@@ -8,9 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from bench.mcp_catalogue import demo_server, measure
-from psych_runtime import AgentSpec, ModelRef, Runtime, Scope, read_log, session
-from psych_runtime.mcp import McpServer
+from bench.mcp_catalogue import catalogue_agent, demo_server, measure
+from psych_runtime import Runtime, Scope, read_log, session
 from psych_runtime.records import ToolCallFailed, ToolCallFinished, ToolCallStarted
 from psych_runtime.testing import FakeModel
 
@@ -42,11 +41,7 @@ async def test_discovery_finds_describes_and_calls_within_the_narrowed_catalogue
         .turn(text="done")
     )
     runtime = Runtime(model=model, mcp_servers={"cat": demo_server(300)}, policy=EvenOnly())
-    spec = AgentSpec(
-        name="catalogue",
-        model=ModelRef(model="fake"),
-        tools=(McpServer(name="cat", deferred=True),),
-    )
+    spec = catalogue_agent("cat", deferred=True)
     async with session(runtime=runtime) as s:
         view = await s.ask(spec, "use index 42")
         records = await read_log(s.store, view.run_id)

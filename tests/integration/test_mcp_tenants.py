@@ -12,11 +12,11 @@ import pytest
 
 from psych_runtime import AgentSpec, MemoryStore, ModelRef, Runtime, Scope, Usage, Worker, dispatch
 from psych_runtime.adapters import EnvSecretResolver
-from psych_runtime.mcp import McpServer
+from psych_runtime.mcp import McpHttp, McpServer
 from psych_runtime.model.egress import EgressPolicy
 from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
 from psych_runtime.records import ToolCallFinished
-from tests.integration._mcp import demo_http, http_connection, ledger_lines
+from tests.integration._mcp import demo_http, ledger_lines
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,8 +45,8 @@ async def test_two_tenants_never_share_a_session_or_a_credential(tmp_path: Path)
     ledger = tmp_path / "ledger"
     store = MemoryStore()
     with demo_http(ledger) as url:
-        connection = http_connection(
-            url, headers={"Authorization": "Bearer {credential}"}, credential="DEMO_{tenant}"
+        connection = McpHttp(
+            url=url, headers={"Authorization": "Bearer {credential}"}, credential="DEMO_{tenant}"
         )
         runtime = Runtime(
             model=WhoAmI(),

@@ -4,7 +4,6 @@ stdio and over streamable HTTP on loopback) and `mcp-server-time` from the packa
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from psych_runtime import (
     read_log,
     session,
 )
-from psych_runtime.mcp import McpServer, McpStdio
+from psych_runtime.mcp import McpHttp, McpServer, McpStdio
 from psych_runtime.model.egress import EgressPolicy
 from psych_runtime.records import (
     ApprovalRequested,
@@ -30,7 +29,8 @@ from psych_runtime.records import (
     ToolsUnavailable,
 )
 from psych_runtime.testing import FakeModel
-from tests.integration._mcp import BIN, demo_http, demo_stdio, http_connection, ledger_lines
+from psych_runtime.tools._mcp import _pool
+from tests.integration._mcp import BIN, demo_http, demo_stdio, ledger_lines
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -215,7 +215,7 @@ async def test_a_streamable_http_server_goes_through_the_egress_seam(tmp_path: P
     ledger = tmp_path / "ledger"
     model = FakeModel().turn(tool_calls=[("web__add", {"a": 20, "b": 22})]).turn(text="done")
     with demo_http(ledger) as url:
-        refused = Runtime(model=FakeModel(), mcp_servers={"web": http_connection(url)})
+        refused = Runtime(model=FakeModel(), mcp_servers={"web": McpHttp(url=url)})
         async with session(runtime=refused) as s:
             view = await s.ask(agent(McpServer(name="web")), "go")
         # Public addresses only, by default: loopback is refused before connecting.
@@ -223,7 +223,7 @@ async def test_a_streamable_http_server_goes_through_the_egress_seam(tmp_path: P
         assert "loopback" in view.error
         allowed = Runtime(
             model=model,
-            mcp_servers={"web": http_connection(url)},
+            mcp_servers={"web": McpHttp(url=url)},
             egress=EgressPolicy(allow_loopback=True),
         )
         async with session(runtime=allowed) as s:
@@ -253,4 +253,20 @@ async def test_a_third_party_server_from_the_registry_over_stdio() -> None:
     assert "Europe/Paris" in json.dumps(finished.result)
     # mcp-server-time marks its tools read-only: recorded safe when the call started.
     assert [b.safe_to_retry for b in bodies(records, ToolCallStarted)] == [True]
-    assert sys.executable  # the server came from this environment's bin folder
+
+
+async def test_a_session_left_idle_is_closed_and_opened_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_pool, "IDLE_CLOSE", 0.0)
+    ledger = tmp_path / "ledger"
+    model = FakeModel()
+    for total in (3, 4):
+        model.turn(tool_calls=[("demo__add", {"a": 1, "b": total - 1})]).turn(text="done")
+    runtime = Runtime(model=model, mcp_servers={"demo": demo_stdio(ledger)})
+    async with session(runtime=runtime) as s:
+        first = await s.ask(agent(McpServer(name="demo")), "one")
+        second = await s.ask(agent(McpServer(name="demo")), "two")
+    assert first.status == second.status == "completed"
+    pids = [line[2] for line in ledger_lines(ledger)]
+    assert len(pids) == 2 and pids[0] != pids[1]  # the idle server was stopped, a new one began

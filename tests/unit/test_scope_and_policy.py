@@ -246,8 +246,9 @@ async def test_a_worker_narrows_tools_by_the_runs_own_scope() -> None:
     assert deleted == []
     [call] = (await psych_runtime.report(intern, run_id)).tool_calls
     assert (call.outcome, call.reason) == ("failed", "unknown_tool")
-    # Asked when the attempt starts, then before each model call, for the run's own scope.
-    assert policy.narrowed == [("intern", ("lookup", "delete_all"))] * (1 + len(model.requests))
+    # Asked before each model call (an attempt that begins with one asks nothing more), for
+    # the run's own scope.
+    assert policy.narrowed == [("intern", ("lookup", "delete_all"))] * len(model.requests)
 
 
 async def test_tools_are_resolved_again_before_every_model_call() -> None:

@@ -133,8 +133,10 @@ class Attempt:
         # Known secret values are redacted from every body before it is folded or recorded;
         # the app's prices re-price model calls the provider did not price.
         self._redactor = Redactor(runtime.secrets)
-        # Resolved when the attempt begins (`run`) and again before every model call.
+        # Resolved before every model call, and on first need in an attempt that begins with
+        # work left from the last turn (calls to start, run again or settle): `_tools_now`.
         self._resolved: Mapping[str, ResolvedTool] = {}
+        self._turn_resolved = False
         spec = state.spec
         # A workflow's tool steps may each set a timeout of their own for the same tool.
         self._step_timeouts: dict[str, float] = (
@@ -154,9 +156,6 @@ class Attempt:
         decided, releases its lease before the next effect, and returns with `stopped` set.
         """
         await self._move_inbox()
-        # A required MCP server that is down fails the next turn, not the work left over from
-        # the last one (a safe call to run again after a crash finds its tool, or fails).
-        self._resolved = (await self._turn()).tools
         while True:
             if self.inbox_last > self.state.inbox_seen:
                 await self._move_inbox()
@@ -179,6 +178,7 @@ class Attempt:
                     self._stage(await self._call_model())
                     reach("after_model_returned")
                 case RunCalls(calls):
+                    await self._tools_now()
                     await self._ensure_lease_for(calls)
                     if not await self._commit():
                         continue
@@ -196,7 +196,8 @@ class Attempt:
                             if late.child_run_id is not None:
                                 self._timed_out_children[late.call.call_id] = late.child_run_id
                     rules = self.runtime.approval_rules
-                    bodies = decide(action, self._resolved, rules=rules, validated=self._validated)
+                    tools = await self._tools_now()
+                    bodies = decide(action, tools, rules=rules, validated=self._validated)
                     self._stage(bodies)
 
     async def _ensure_lease_for(self, calls: tuple[ToolCall, ...]) -> None:
@@ -213,6 +214,17 @@ class Attempt:
         if timeouts:
             margins = [self.lease.safe_margin(timeout) for timeout in timeouts]
             await self.lease.ensure(max(margins), f"the {len(calls)} call(s) of this turn")
+
+    async def _tools_now(self) -> Mapping[str, ResolvedTool]:
+        """The tools of this turn, resolved once if no model call of this attempt has yet.
+
+        A required MCP server that is down fails the next model call, not the work left from
+        the last turn: a call whose tool is not there fails (``unknown_tool``).
+        """
+        if not self._turn_resolved:
+            self._resolved = (await self._turn()).tools
+            self._turn_resolved = True
+        return self._resolved
 
     async def _turn(self) -> Turn:
         """The tools this run may call now: those the policy allows its scope (an MCP
@@ -442,6 +454,7 @@ class Attempt:
         assert isinstance(spec, AgentSpec)
         turn = await self._turn()
         self._resolved = turn.tools
+        self._turn_resolved = True
         if turn.failure is not None:
             error = f"run {self.state.run_id}, seq {self.state.next_seq}: {turn.failure}"
             return [RunFailed(reason="tool_unavailable", error=error)]

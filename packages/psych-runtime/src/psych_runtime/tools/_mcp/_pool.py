@@ -3,8 +3,9 @@
 A session is never looked up by URL or command alone: its key holds the run's tenant and the
 credential it was opened with (its secret's name and a digest of the value), so one tenant's
 connection, and whatever the server tied to it, is never handed to another. Sessions open on
-first use, are reused while alive, are checked with a ping after standing idle, and close
-with the worker (`McpPool.aclose`).
+first use, are reused while alive, are checked with a ping after standing idle, are closed
+after standing idle longer still (a worker serving many tenants does not keep a server process
+or connection per tenant for ever), and close with the worker (`McpPool.aclose`).
 
 Each session is held by a task of its own: the SDK's client (and the subprocess or HTTP
 streams under it) is entered and left in that task, as anyio requires, while calls are made
@@ -29,6 +30,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, Tool
 from mcp_types.jsonrpc import CONNECTION_CLOSED
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from psych_core import Scope, SecretNotFound, SecretResolver
 from psych_runtime.model.egress._httpx2 import guarded_httpx2_client
@@ -44,6 +46,9 @@ log = logging.getLogger("psych_runtime.mcp")
 
 IDLE_CHECK = 30.0
 """Seconds a session may stand idle before it is pinged on its next use."""
+
+IDLE_CLOSE = 300.0
+"""Seconds a session may stand idle, no call in flight, before the pool closes it."""
 
 MAX_PAGES = 100
 """The most pages of one server's tool list read (a paginator that never ends cannot hang)."""
@@ -92,6 +97,7 @@ class McpSession:
         self._task: asyncio.Task[None] | None = None
         self._tools: tuple[Tool, ...] | None = None
         self._last_used = time.monotonic()
+        self._in_flight = 0
         self.broken = False
         self.lists = 0
         """How many times the tool list was read from the server (the cache's misses)."""
@@ -112,6 +118,10 @@ class McpSession:
             and self._task is not None
             and not self._task.done()
         )
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since the session was last used; 0 while a call is in flight."""
+        return 0.0 if self._in_flight else now - self._last_used
 
     async def healthy(self) -> bool:
         """Whether the session can serve: alive, and answering a ping after standing idle."""
@@ -160,6 +170,7 @@ class McpSession:
         `McpConnectionLost` when the connection breaks while it is in flight."""
         client = self._connected()
         self._last_used = time.monotonic()
+        self._in_flight += 1
         try:
             return await client.call_tool(tool, arguments)
         except MCPError as exc:
@@ -171,6 +182,7 @@ class McpSession:
             self.broken = True
             raise McpConnectionLost(_describe(exc)) from None
         finally:
+            self._in_flight -= 1
             self._last_used = time.monotonic()
 
     async def aclose(self) -> None:
@@ -211,8 +223,8 @@ class McpSession:
                 self._error = exc
             elif not self._close.is_set():
                 log.warning("MCP server %r: connection ended: %s", self.server, _describe(exc))
-            if isinstance(exc, asyncio.CancelledError):
-                raise
+            if not isinstance(exc, Exception):
+                raise  # cancelled, or the process is going down
         finally:
             self.broken = True
             self._client = None
@@ -256,8 +268,9 @@ class McpSession:
 
 
 def _listens(client: Client) -> bool:
+    # Servers of earlier protocol versions send the notice unasked (`_notified`).
     capability = client.server_capabilities.tools
-    modern = client.protocol_version >= "2026-07-28"
+    modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
     return modern and capability is not None and bool(capability.list_changed)
 
 
@@ -282,9 +295,14 @@ class McpPool:
         self._sessions: dict[SessionKey, McpSession] = {}
         self._locks: dict[SessionKey, asyncio.Lock] = {}
 
+    def connection(self, server: str) -> McpConnection:
+        """How `server` is reached."""
+        return self._connections[server]
+
     async def session(self, server: str, scope: Scope) -> McpSession:
         """The open session of `server` for `scope`'s tenant and credential; opened when there
         is none, or the one there stopped answering."""
+        await self._close_idle()
         connection = self._connections[server]
         name = credential_name(connection, scope)
         value = await self._credential(server, name)
@@ -306,6 +324,14 @@ class McpPool:
                 raise
             self._sessions[key] = opened
             return opened
+
+    async def _close_idle(self) -> None:
+        now = time.monotonic()
+        idle = [key for key, held in self._sessions.items() if held.idle_for(now) > IDLE_CLOSE]
+        for key in idle:
+            held = self._sessions.pop(key)
+            self._locks.pop(key, None)
+            await held.aclose()
 
     @property
     def open_sessions(self) -> tuple[SessionKey, ...]:

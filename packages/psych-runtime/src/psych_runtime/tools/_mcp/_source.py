@@ -47,7 +47,6 @@ class McpTools:
         secrets: SecretResolver | None,
         egress: EgressPolicy | None,
     ) -> None:
-        self._connections = dict(connections)
         self.pool = McpPool(connections, secrets, egress)
 
     async def offered(
@@ -63,7 +62,7 @@ class McpTools:
 
         Raises `ServerUnavailable` naming the server when it cannot be reached or listed.
         """
-        connection = self._connections[ref.name]
+        connection = self.pool.connection(ref.name)
         try:
             async with asyncio.timeout(connection.timeout):
                 session = await self.pool.session(ref.name, scope)
