@@ -42,14 +42,28 @@ def free_port() -> int:
 def demo_http(ledger: Path | None = None, **env: str) -> Iterator[str]:
     """The demo server over streamable HTTP on loopback; yields its MCP endpoint's URL."""
     port = free_port()
+    with _serving(["tests.integration.mcp_demo_server", "http", str(port)], port, ledger, env):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextmanager
+def oauth_http(ledger: Path | None = None, **env: str) -> Iterator[str]:
+    """The protected server and its authorization server on loopback
+    (`tests.integration.mcp_oauth_server`); yields its base URL (the MCP endpoint is
+    ``/mcp``)."""
+    port = free_port()
+    with _serving(["tests.integration.mcp_oauth_server", str(port)], port, ledger, env):
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def _serving(
+    module: list[str], port: int, ledger: Path | None, env: dict[str, str]
+) -> Iterator[None]:
     variables = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     if ledger is not None:
         variables["DEMO_LEDGER"] = str(ledger)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.mcp_demo_server", "http", str(port)],
-        cwd=ROOT,
-        env=variables,
-    )
+    process = subprocess.Popen([sys.executable, "-m", *module], cwd=ROOT, env=variables)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -58,9 +72,9 @@ def demo_http(ledger: Path | None = None, **env: str) -> Iterator[str]:
                     break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the demo MCP server did not start") from None
+                    raise RuntimeError(f"{module[0]} did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield
     finally:
         process.terminate()
         process.wait(10)

@@ -8,6 +8,11 @@ model call, narrowed to the reference's allow-list and by the `Policy`, and offe
 ``{server}__{tool}``. A call cut off by a crash is run again only when the tool is annotated
 read-only or idempotent (recorded when the call starts); any other is settled ``unknown``.
 
+A protected server reached over HTTP takes ``McpHttp(oauth=McpOAuth(...))``: client
+credentials, or a person's consent through the application's `McpAuthorizer` (Psych runs no
+HTTP server); tokens are kept per tenant in an `McpTokenStore` (`MemoryTokenStore` in the
+box), refreshed and stepped up by the SDK, and never written to a run's log.
+
 The SDK comes with the ``mcp`` extra (``psych-runtime[mcp]``).
 
     from psych_runtime.mcp import McpServer, McpStdio
@@ -20,8 +25,32 @@ The SDK comes with the ``mcp`` extra (``psych-runtime[mcp]``).
 
 from psych_core import MCP_SEPARATOR, McpServer
 from psych_runtime import _claim
-from psych_runtime.tools import McpConnection, McpHttp, McpStdio
+from psych_runtime.tools._mcp import (
+    McpAuthorizationRequest,
+    McpAuthorizationResponse,
+    McpAuthorizer,
+    McpConnection,
+    McpHttp,
+    McpOAuth,
+    McpStdio,
+    McpTokenKey,
+    McpTokenStore,
+    MemoryTokenStore,
+)
 
-__all__ = ["MCP_SEPARATOR", "McpConnection", "McpHttp", "McpServer", "McpStdio"]
+__all__ = [
+    "MCP_SEPARATOR",
+    "McpAuthorizationRequest",
+    "McpAuthorizationResponse",
+    "McpAuthorizer",
+    "McpConnection",
+    "McpHttp",
+    "McpOAuth",
+    "McpServer",
+    "McpStdio",
+    "McpTokenKey",
+    "McpTokenStore",
+    "MemoryTokenStore",
+]
 
 _claim.claim_exports(__name__, globals(), __all__)

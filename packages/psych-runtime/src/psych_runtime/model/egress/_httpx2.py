@@ -29,6 +29,7 @@ def guarded_httpx2_client(
     headers: Mapping[str, str] | None = None,
     timeout: float = 30.0,
     connect_timeout: float = 10.0,
+    auth: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
     """An httpx2 client whose every request passes the egress policy, for the MCP SDK.
 
@@ -43,6 +44,8 @@ def guarded_httpx2_client(
         headers: headers sent with every request.
         timeout: seconds to wait for each write or pool slot (reads wait `SSE_READ_TIMEOUT`).
         connect_timeout: seconds to wait for a connection.
+        auth: how requests are authenticated (the MCP SDK's OAuth providers); the requests
+            the auth flow makes itself (discovery, registration, tokens) pass the policy too.
     """
     return httpx2.AsyncClient(
         transport=_GuardedHttpx2Transport(policy or EgressPolicy(), resolver or system_resolve),
@@ -50,6 +53,7 @@ def guarded_httpx2_client(
         timeout=httpx2.Timeout(timeout, connect=connect_timeout, read=SSE_READ_TIMEOUT),
         follow_redirects=False,
         trust_env=False,
+        auth=auth,
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from psych_core import Scope
+from psych_runtime.tools._mcp._authorization import McpOAuth
 
 CREDENTIAL = "credential"
 """The placeholder that takes the credential's value in `McpStdio.env` and `McpHttp.headers`."""
@@ -63,12 +64,15 @@ class McpHttp:
         credential: the name of the secret, as for `McpStdio.credential`.
         timeout: seconds to wait to connect and list the tools, and for each request's
             response to begin.
+        oauth: OAuth 2.1 for a protected server (`McpOAuth`): tokens are fetched, kept per
+            tenant, refreshed and stepped up by the SDK, and sent as the Authorization header.
     """
 
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     credential: str | None = None
     timeout: float = 30.0
+    oauth: McpOAuth | None = None
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -76,6 +80,8 @@ class McpHttp:
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
         _check_templates("headers", self.headers, self.credential)
         _check_credential(self.credential)
+        if self.oauth is not None and any(k.lower() == "authorization" for k in self.headers):
+            raise ValueError("McpHttp with oauth sends its own Authorization header: drop it")
 
 
 McpConnection = McpStdio | McpHttp

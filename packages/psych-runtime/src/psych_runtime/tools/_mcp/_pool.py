@@ -37,6 +37,7 @@ from psych_runtime.model.egress._httpx2 import guarded_httpx2_client
 from psych_runtime.tools._http import EgressPolicy
 from psych_runtime.tools._mcp._config import (
     McpConnection,
+    McpHttp,
     McpStdio,
     credential_name,
     filled,
@@ -85,11 +86,16 @@ class McpSession:
         connection: McpConnection,
         credential: str | None,
         egress: EgressPolicy | None,
+        *,
+        tenant: str,
+        client_secret: str | None = None,
     ) -> None:
         self.server = server
         self._connection = connection
         self._credential = credential
         self._egress = egress
+        self._tenant = tenant
+        self._client_secret = client_secret
         self._client: Client | None = None
         self._ready = asyncio.Event()
         self._close = asyncio.Event()
@@ -247,10 +253,22 @@ class McpSession:
             )
             client = Client(parameters, cache=None, message_handler=self._notified)
         else:
+            auth = None
+            if connection.oauth is not None:
+                from psych_runtime.tools._mcp._oauth import oauth_auth
+
+                auth = await oauth_auth(
+                    server=self.server,
+                    url=connection.url,
+                    oauth=connection.oauth,
+                    tenant=self._tenant,
+                    client_secret=self._client_secret,
+                )
             http = guarded_httpx2_client(
                 self._egress,
                 headers=filled(connection.headers, self._credential),
                 timeout=connection.timeout,
+                auth=auth,
             )
             stack.push_async_callback(http.aclose)
             transport = streamable_http_client(connection.url, http_client=http)
@@ -306,8 +324,13 @@ class McpPool:
         connection = self._connections[server]
         name = credential_name(connection, scope)
         value = await self._credential(server, name)
-        digest = hashlib.sha256(value.encode()).hexdigest() if value is not None else None
-        key = SessionKey(scope.tenant, server, name, digest)
+        oauth = connection.oauth if isinstance(connection, McpHttp) else None
+        secret_name = oauth.secret_name(scope.tenant) if oauth is not None else None
+        client_secret = await self._credential(server, secret_name)
+        names = [n for n in (name, secret_name) if n is not None]
+        values = [v for v in (value, client_secret) if v is not None]
+        digest = hashlib.sha256("\0".join(values).encode()).hexdigest() if values else None
+        key = SessionKey(scope.tenant, server, " ".join(names) or None, digest)
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             current = self._sessions.get(key)
@@ -316,7 +339,14 @@ class McpPool:
             if current is not None:
                 del self._sessions[key]
                 await current.aclose()
-            opened = McpSession(server, connection, value, self._egress)
+            opened = McpSession(
+                server,
+                connection,
+                value,
+                self._egress,
+                tenant=scope.tenant,
+                client_secret=client_secret,
+            )
             try:
                 await opened.open()
             except McpUnreachable:
