@@ -336,7 +336,7 @@ def test_the_fastapi_project_installs_as_printed_and_its_tests_pass(
     assert "psych-cli>=" in machine.ok(f"python -c {shlex.quote(dev)}", api)
     pytest_line = line(block((api / "README.md").read_text(), "pip install"), "pytest")
     out = machine.ok(f"{pytest_line} -p no:cacheprovider", api)
-    assert "4 passed" in out, out
+    assert "6 passed" in out, out
 
 
 _ASK = """

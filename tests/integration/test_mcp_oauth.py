@@ -116,6 +116,14 @@ class Person:
         )
 
 
+class SlowPerson(Person):
+    """Consents, after a while."""
+
+    async def authorize(self, request: McpAuthorizationRequest) -> McpAuthorizationResponse:
+        await asyncio.sleep(1.5)
+        return await super().authorize(request)
+
+
 class Nobody:
     """A redirect port whose person never comes back."""
 
@@ -219,6 +227,29 @@ async def test_authorization_code_with_pkce_through_the_redirect_port(tmp_path: 
     assert record is not None and record["client"]["client_id"] == registered
     assert record["tokens"]["refresh_token"]
     assert_no_token_in(records, await secrets_in(tokens))
+
+
+async def test_a_person_has_longer_than_the_connection_timeout_to_consent(
+    tmp_path: Path,
+) -> None:
+    tokens = MemoryTokenStore()
+    model = FakeModel().turn(tool_calls=[("vault__whoami", {})]).turn(text="done")
+    with oauth_http(tmp_path / "ledger") as base:
+        slow = McpHttp(
+            url=f"{base}/mcp",
+            timeout=1.0,
+            oauth=McpOAuth(
+                tokens=tokens,
+                authorizer=SlowPerson(),
+                redirect_uri=REDIRECT,
+                scope="mcp",
+                authorize_timeout=10,
+            ),
+        )
+        runtime = Runtime(model=model, mcp_servers={"vault": slow}, egress=LOOPBACK)
+        async with session(runtime=runtime, scope=Scope(tenant="acme")) as s:
+            view = await s.ask(agent(), "who am I?")
+    assert view.status == "completed", view.error
 
 
 async def test_an_expired_token_is_refreshed_by_a_restarted_worker(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
-"""The public surface is six rooms, each closed: `psych_runtime` (what an app uses),
+"""The public surface is seven rooms, each closed: `psych_runtime` (what an app uses),
 `psych_runtime.records`, `psych_runtime.ports`, `psych_runtime.errors`,
-`psych_runtime.workflows` and `psych_runtime.mcp`."""
+`psych_runtime.workflows`, `psych_runtime.mcp` and `psych_runtime.a2a`."""
 
 from __future__ import annotations
 
@@ -17,9 +17,17 @@ import pytest
 
 import psych_core
 import psych_runtime
-from psych_runtime import errors, mcp, ports, records, workflows
+from psych_runtime import a2a, errors, mcp, ports, records, workflows
 
-ROOMS: tuple[types.ModuleType, ...] = (psych_runtime, records, ports, errors, workflows, mcp)
+ROOMS: tuple[types.ModuleType, ...] = (
+    psych_runtime,
+    records,
+    ports,
+    errors,
+    workflows,
+    mcp,
+    a2a,
+)
 EXPORTED = {(room.__name__, name): getattr(room, name) for room in ROOMS for name in room.__all__}
 # The names psych-runtime 0.1 exported at the top (workflows came later, in its own room).
 MOVED = [name for room in (records, ports, errors) for name in room.__all__]

@@ -32,6 +32,7 @@ from psych_core._actions import (
 )
 from psych_core._canonical import canonical_json, version_of
 from psych_core._errors import (
+    A2APeerNotConfigured,
     BlobNotFound,
     Conflict,
     CorruptLog,
@@ -128,6 +129,7 @@ from psych_core._signals import (
 )
 from psych_core._spec import (
     MCP_SEPARATOR,
+    A2APeer,
     AgentSpec,
     AgentTool,
     ApprovalRule,
@@ -306,6 +308,7 @@ __all__ = [
     "WorkflowTool",
     "McpServer",
     "MCP_SEPARATOR",
+    "A2APeer",
     "canonical_json",
     "version_of",
     # workflow specs
@@ -573,6 +576,7 @@ __all__ = [
     "SandboxRefused",
     "SandboxToolUnavailable",
     "McpServerNotConfigured",
+    "A2APeerNotConfigured",
     "SandboxUnavailable",
     "SecretNotFound",
     "SpecError",

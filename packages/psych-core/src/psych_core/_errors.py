@@ -99,6 +99,27 @@ class McpServerNotConfigured(ToolNotRegistered):
         )
 
 
+class A2APeerNotConfigured(ToolNotRegistered):
+    """A spec names an A2A peer that the session or worker has no connection for.
+
+    A worker releases such a run for another worker, as for any tool it lacks.
+    """
+
+    def __init__(
+        self, agent: str, peer: str, configured: tuple[str, ...], *, spec: str = "AgentSpec"
+    ) -> None:
+        self.agent = agent
+        self.tool = peer
+        self.registered = configured
+        have = ", ".join(configured) if configured else "none"
+        SpecError.__init__(
+            self,
+            f"{spec} {agent!r} names A2A peer {peer!r}, but the runtime has no connection "
+            f"for it (configured: {have}). Pass Runtime(a2a_peers={{{peer!r}: "
+            "A2AHttp(url=...)}).",
+        )
+
+
 class PolicyDenied(PsychError, PermissionError):
     """The `Policy` refused `scope` the `action` on `target`.
 

@@ -480,12 +480,7 @@ class McpServer(_Frozen):
     @field_validator("name")
     @classmethod
     def _check_server_name(cls, name: str) -> str:
-        if not _SERVER_NAME.match(name) or MCP_SEPARATOR in name:
-            raise ValueError(
-                f"MCP server name {name!r} must be 1 to 32 letters, digits, '_' or '-', "
-                f"without {MCP_SEPARATOR!r} (the model sees its tools as NAME{MCP_SEPARATOR}TOOL)"
-            )
-        return name
+        return _source_name("MCP server", "TOOL", name)
 
     @property
     def safe_to_retry(self) -> bool:
@@ -504,8 +499,76 @@ class McpServer(_Frozen):
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 
+def _source_name(what: str, item: str, name: str) -> str:
+    """`name` when it can name a tool source whose items the model sees as NAME__ITEM."""
+    if not _SERVER_NAME.match(name) or MCP_SEPARATOR in name:
+        raise ValueError(
+            f"{what} name {name!r} must be 1 to 32 letters, digits, '_' or '-', "
+            f"without {MCP_SEPARATOR!r} (the model sees its {item.lower()}s as "
+            f"NAME{MCP_SEPARATOR}{item})"
+        )
+    return name
+
+
+class A2APeer(_Frozen):
+    """The skills of a remote agent, reached by the Agent2Agent protocol, by the peer's name in
+    the worker's configuration.
+
+    How to reach the peer (its URL) and which credential to use are not here: they come from
+    ``Runtime(a2a_peers={name: A2AHttp(...)})``, so the spec's version does not depend on a
+    deployment. The peer's Agent Card is read (and kept for a while) before every turn; each
+    of its skills, narrowed to `skills` and by the `Policy`, is offered to the model as
+    ``{name}__{skill id}``. A call sends the peer a message for that skill and follows the task
+    it starts to its end.
+
+    A call is unsafe to run again after a crash (it is settled ``unknown``) unless the peer's
+    card tags the skill ``read-only`` or ``idempotent``, or the skill is in `safe_skills`;
+    which it was is recorded when the call starts.
+
+    Attributes:
+        name: the peer's name in ``Runtime.a2a_peers``; 1 to 32 letters, digits, ``_`` or
+            ``-``, without ``__``.
+        skills: the peer's skills the agent may use, by their ids on its card; None for every
+            skill the card lists.
+        required: True: a turn whose peer cannot be reached fails the run, naming the peer.
+            False: the turn goes on without the peer's skills, and the log says so.
+        safe_skills: skills the spec's author knows are safe to run again after a crash,
+            whatever the card says.
+        requires_approval: whether a person must approve each call of the peer's skills.
+        timeout: seconds a call may take, the remote task followed to its end included; when
+            it runs out, the remote task is cancelled.
+    """
+
+    kind: Literal["a2a"] = "a2a"
+    name: str
+    skills: tuple[str, ...] | None = None
+    required: bool = True
+    safe_skills: tuple[str, ...] = ()
+    requires_approval: ApprovalRule = False
+    timeout: float | None = Field(default=300.0, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _check_peer_name(cls, name: str) -> str:
+        return _source_name("A2A peer", "SKILL", name)
+
+    @property
+    def safe_to_retry(self) -> bool:
+        """False: each skill's safety is said by the peer's card (or `safe_skills`), and
+        recorded when its call starts."""
+        return False
+
+    def tool_name(self, skill: str) -> str:
+        """The name the model sees for the peer's skill `skill`."""
+        return f"{self.name}{MCP_SEPARATOR}{skill}"
+
+    def offers(self, skill: str) -> bool:
+        """Whether the agent may use the peer's skill `skill` (its allow-list)."""
+        return self.skills is None or skill in self.skills
+
+
 ToolRef = Annotated[
-    CodeTool | HttpTool | SandboxTool | AgentTool | WorkflowTool | McpServer,
+    CodeTool | HttpTool | SandboxTool | AgentTool | WorkflowTool | McpServer | A2APeer,
     Field(discriminator="kind"),
 ]
 """Any tool reference an `AgentSpec` can hold, told apart by its ``kind``."""

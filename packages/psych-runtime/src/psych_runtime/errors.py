@@ -4,7 +4,8 @@
     ├── SpecError                 an AgentSpec or a tool definition is not valid
     │   └── ToolNotRegistered     a spec names a tool the session or worker has no function for
     │       ├── SandboxToolUnavailable  a sandbox tool, and no sandbox that can run it
-    │       └── McpServerNotConfigured  an MCP server, and no connection configured for it
+    │       ├── McpServerNotConfigured  an MCP server, and no connection configured for it
+    │       └── A2APeerNotConfigured    an A2A peer, and no connection configured for it
     ├── PolicyDenied              the Policy refused this scope an action on a target
     ├── FoldError                 a log cannot be folded: names the run and the seq
     │   ├── CorruptLog            the log contradicts itself (a gap, a repeat, an orphan outcome)
@@ -39,6 +40,7 @@ Every message names the run, seq, tool or key involved and says what to do about
 """
 
 from psych_core import (
+    A2APeerNotConfigured,
     BlobNotFound,
     Conflict,
     CorruptLog,
@@ -81,6 +83,7 @@ __all__ = [
     "ToolNotRegistered",
     "SandboxToolUnavailable",
     "McpServerNotConfigured",
+    "A2APeerNotConfigured",
     "PolicyDenied",
     "FoldError",
     "CorruptLog",

@@ -19,7 +19,7 @@ from psych_runtime.model import PriceTable
 from psych_runtime.model.egress import EgressPolicy
 from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._decide import ApprovalCheck
-from psych_runtime.tools import McpConnection, ToolFunction, ToolRegistry
+from psych_runtime.tools import A2AConnection, McpConnection, ToolFunction, ToolRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +85,8 @@ class Runtime:
             tool reaches only its URL's host. Public addresses only when None.
         mcp_servers: how to reach the MCP servers specs name (`McpServer`), by name:
             `McpStdio` (a command) or `McpHttp` (a URL), each with the secret it uses.
+        a2a_peers: how to reach the A2A peers specs name (`A2APeer`), by name: `A2AHttp`
+            (the peer's URL), with the secret it uses.
         clock: where times in records come from.
         leases: how attempts hold their runs (`Leases`).
         cancel_grace: seconds in-flight calls get to finish after the run is cancelled; calls
@@ -100,6 +102,7 @@ class Runtime:
     policy: Policy | None = None
     egress: EgressPolicy | None = None
     mcp_servers: Mapping[str, McpConnection] = field(default_factory=dict)
+    a2a_peers: Mapping[str, A2AConnection] = field(default_factory=dict)
     clock: Clock = field(default_factory=SystemClock)
     leases: Leases = field(default_factory=Leases)
     cancel_grace: float = 10.0
@@ -110,6 +113,7 @@ class Runtime:
         object.__setattr__(self, "tools", tuple(tools))
         object.__setattr__(self, "approval_rules", MappingProxyType(dict(self.approval_rules)))
         object.__setattr__(self, "mcp_servers", MappingProxyType(dict(self.mcp_servers)))
+        object.__setattr__(self, "a2a_peers", MappingProxyType(dict(self.a2a_peers)))
         if self.cancel_grace < 0:
             raise ValueError(f"Runtime.cancel_grace must not be negative, got {self.cancel_grace}")
 
@@ -127,4 +131,5 @@ def registry_of(runtime: Runtime) -> ToolRegistry:
         egress=runtime.egress,
         secrets=runtime.secrets,
         mcp_servers=runtime.mcp_servers,
+        a2a_peers=runtime.a2a_peers,
     )

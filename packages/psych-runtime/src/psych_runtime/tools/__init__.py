@@ -1,5 +1,6 @@
 """Tool executors and per-turn tool resolution."""
 
+from psych_runtime.tools._a2a import A2AConnection, A2AHttp
 from psych_runtime.tools._code import (
     CodeFunction,
     InvalidArguments,
@@ -18,6 +19,8 @@ from psych_runtime.tools._registry import (
 from psych_runtime.tools._wait import WaitFor
 
 __all__ = [
+    "A2AConnection",
+    "A2AHttp",
     "CodeFunction",
     "InvalidArguments",
     "McpConnection",

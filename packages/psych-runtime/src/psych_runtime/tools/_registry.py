@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import JsonValue
 
 from psych_core import (
+    A2APeer,
+    A2APeerNotConfigured,
     AgentSpec,
     AgentStep,
     AgentTool,
@@ -35,6 +37,7 @@ from psych_core import (
     call_name,
     walk,
 )
+from psych_runtime.tools._a2a import A2AConnection
 from psych_runtime.tools._agent import (
     agent_definition,
     agent_input,
@@ -50,6 +53,7 @@ from psych_runtime.tools._sandboxed import SandboxCall, check_sandbox
 from psych_runtime.tools._wait import WaitFor
 
 if TYPE_CHECKING:
+    from psych_runtime.tools._a2a._source import A2ATools
     from psych_runtime.tools._mcp._source import McpTools
 
 ToolFunction = Callable[..., Any] | CodeFunction
@@ -103,7 +107,7 @@ class ResolvedTool:
         if isinstance(self.ref, WorkflowTool):
             return workflow_definition(self.ref)
         assert self.function is not None
-        if isinstance(self.ref, McpServer):
+        if isinstance(self.ref, McpServer | A2APeer):
             return self.function.definition()
         return self.function.definition(self.ref.description or None)
 
@@ -154,6 +158,7 @@ class ToolRegistry:
         secrets: where the secrets named in http tools' headers (and MCP servers'
             credentials) come from.
         mcp_servers: how to reach the MCP servers specs name, by name.
+        a2a_peers: how to reach the A2A peers specs name, by name.
     """
 
     def __init__(
@@ -164,6 +169,7 @@ class ToolRegistry:
         egress: EgressPolicy | None = None,
         secrets: SecretResolver | None = None,
         mcp_servers: Mapping[str, McpConnection] | None = None,
+        a2a_peers: Mapping[str, A2AConnection] | None = None,
     ) -> None:
         self._functions: dict[str, CodeFunction] = {}
         for tool in tools:
@@ -177,6 +183,8 @@ class ToolRegistry:
         self._secrets = secrets
         self._mcp_servers = dict(mcp_servers or {})
         self._mcp: McpTools | None = None
+        self._a2a_peers = dict(a2a_peers or {})
+        self._a2a: A2ATools | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -224,6 +232,10 @@ class ToolRegistry:
             case McpServer() if ref.name not in self._mcp_servers:
                 return McpServerNotConfigured(
                     owner, ref.name, tuple(sorted(self._mcp_servers)), spec=kind
+                )
+            case A2APeer() if ref.name not in self._a2a_peers:
+                return A2APeerNotConfigured(
+                    owner, ref.name, tuple(sorted(self._a2a_peers)), spec=kind
                 )
             case _:
                 pass
@@ -312,6 +324,8 @@ class ToolRegistry:
                 return ResolvedTool(ref)
             case McpServer():
                 return None  # its tools are listed by the server (`resolve_turn`)
+            case A2APeer():
+                return None  # its skills are on the peer's card (`resolve_turn`)
 
     async def resolve_turn(
         self,
@@ -320,43 +334,65 @@ class ToolRegistry:
         policy: Policy | None = None,
         allowed: Collection[str] | None = None,
     ) -> Turn:
-        """`resolve`, and the tools of the MCP servers an agent names, listed by each server
-        now (a cached list, read again after the server says it changed), narrowed to the
-        reference's allow-list, to `allowed` and by `policy`.
+        """`resolve`, and the tools of the MCP servers and A2A peers an agent names: listed by
+        each server now (a cached list, read again after the server says it changed), or read
+        from each peer's Agent Card (kept for its time to live), narrowed to the reference's
+        allow-list, to `allowed` and by `policy`.
 
-        A required server that cannot be reached makes the turn's `failure`; an optional one
-        is left out and named in `unavailable`. A server's tool whose name another tool of
-        the spec already has is left out.
+        A required server or peer that cannot be reached makes the turn's `failure`; an
+        optional one is left out and named in `unavailable`. A server's tool or a peer's
+        skill whose name another tool of the spec already has is left out.
         """
         resolved = self.resolve(spec, scope, policy, allowed)
-        servers = (
-            [ref for ref in spec.tools if isinstance(ref, McpServer)]
+        sources = (
+            [ref for ref in spec.tools if isinstance(ref, McpServer | A2APeer)]
             if isinstance(spec, AgentSpec)
             else []
         )
-        if not servers:
+        if not sources:
             return Turn(resolved)
-        from psych_runtime.tools._mcp._source import ServerUnavailable
-
-        source = self._mcp_tools()
         tools: dict[str, ResolvedTool] = {}
         unavailable: list[tuple[str, str]] = []
         for ref in spec.tools:
-            if not isinstance(ref, McpServer):
+            if not isinstance(ref, McpServer | A2APeer):
                 if ref.name in resolved:
                     tools[ref.name] = resolved[ref.name]
                 continue
             try:
-                offered = await source.offered(ref, scope, policy, allowed)
-            except ServerUnavailable as exc:
+                offered = await self._offered(ref, scope, policy, allowed)
+            except _Unavailable as exc:
                 if ref.required:
                     return Turn(resolved, failure=str(exc))
-                unavailable.append((f"mcp:{ref.name}", str(exc)))
+                unavailable.append((f"{ref.kind}:{ref.name}", str(exc)))
                 continue
-            for name, executor in offered.executors.items():
+            for name, executor in offered.items():
                 if name not in tools and spec.tool(name) is None:
                     tools[name] = ResolvedTool(ref, executor, judge=executor)
         return Turn(tools, tuple(unavailable))
+
+    async def _offered(
+        self,
+        ref: McpServer | A2APeer,
+        scope: Scope,
+        policy: Policy | None,
+        allowed: Collection[str] | None,
+    ) -> Mapping[str, _SourceExecutor]:
+        """What one MCP server or A2A peer offers this turn; `_Unavailable` when it cannot."""
+        if isinstance(ref, A2APeer):
+            peers = self._a2a_tools()
+            from psych_runtime.tools._a2a._source import PeerUnavailable
+
+            try:
+                return await peers.offered(ref, scope, policy, allowed)
+            except PeerUnavailable as exc:
+                raise _Unavailable(str(exc)) from None
+        servers = self._mcp_tools()
+        from psych_runtime.tools._mcp._source import ServerUnavailable
+
+        try:
+            return (await servers.offered(ref, scope, policy, allowed)).executors
+        except ServerUnavailable as exc:
+            raise _Unavailable(str(exc)) from None
 
     def _mcp_tools(self) -> McpTools:
         if self._mcp is None:
@@ -370,16 +406,44 @@ class ToolRegistry:
             self._mcp = McpTools(self._mcp_servers, self._secrets, self._egress)
         return self._mcp
 
+    def _a2a_tools(self) -> A2ATools:
+        if self._a2a is None:
+            try:
+                from psych_runtime.tools._a2a._source import A2ATools
+            except ImportError as exc:
+                raise SpecError(
+                    f"A2A peers need the A2A SDK, which is not installed ({exc}): install "
+                    "psych-runtime[a2a]"
+                ) from exc
+            self._a2a = A2ATools(self._a2a_peers, self._secrets, self._egress)
+        return self._a2a
+
+    @property
+    def a2a(self) -> A2ATools | None:
+        """The A2A peer connections this registry made, once a run needed a peer."""
+        return self._a2a
+
     @property
     def mcp(self) -> McpTools | None:
         """The MCP sessions this registry opened, once a run needed a server."""
         return self._mcp
 
     async def aclose(self) -> None:
-        """Close the connections the http tools and MCP servers opened."""
+        """Close the connections the http tools, MCP servers and A2A peers opened."""
         await self._http.aclose()
         if self._mcp is not None:
             await self._mcp.aclose()
+        if self._a2a is not None:
+            await self._a2a.aclose()
+
+
+class _Unavailable(Exception):
+    """An MCP server or A2A peer whose tools cannot be had this turn; says which and why."""
+
+
+class _SourceExecutor(ToolExecutor, SelfJudging, Protocol):
+    """A tool an MCP server or A2A peer offers: it runs, and says for itself whether a call
+    is safe to repeat and when it needs approval."""
 
 
 def _narrowed(

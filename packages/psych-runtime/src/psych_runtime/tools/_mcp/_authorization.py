@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from psych_runtime.tools._credentials import check_secret_name
+
 Grant = Literal["authorization_code", "client_credentials"]
 
 
@@ -141,7 +143,9 @@ class McpOAuth:
             when the MCP server points anywhere else. Required for client credentials.
         authorizer: the application's redirect port (authorization code).
         redirect_uri: the application's route the authorization server redirects to.
-        authorize_timeout: seconds a person has to consent before the attempt gives up.
+        authorize_timeout: seconds a person has to consent before the attempt gives up (on
+            top of the connection's timeout when a session opens; within the call's timeout
+            when a call asks for more scope).
         client_name: the name shown to the person when the client registers itself.
     """
 
@@ -178,14 +182,7 @@ class McpOAuth:
             )
         if self.authorize_timeout <= 0:
             raise ValueError("McpOAuth authorize_timeout must be positive")
-        secret = self.client_secret
-        if secret is not None and (
-            not secret.replace("{tenant}", "") or "{" in secret.replace("{tenant}", "")
-        ):
-            raise ValueError(
-                f"client_secret {secret!r} must be a secret's name, with {{tenant}} as the "
-                "only placeholder"
-            )
+        check_secret_name("client_secret", self.client_secret)
 
     def client_id_for(self, tenant: str) -> str | None:
         """The client's id for runs of `tenant`, or None (registered dynamically)."""

@@ -7,16 +7,13 @@ the ``mcp`` extra can still be configured (and says what is missing when a run n
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from psych_core import Scope
+from psych_runtime.tools._credentials import check_secret_name, check_templates, secret_for
 from psych_runtime.tools._mcp._authorization import McpOAuth
-
-CREDENTIAL = "credential"
-"""The placeholder that takes the credential's value in `McpStdio.env` and `McpHttp.headers`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,8 +42,8 @@ class McpStdio:
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(self.args))
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
-        _check_templates("env", self.env, self.credential)
-        _check_credential(self.credential)
+        check_templates("env", self.env, self.credential)
+        check_secret_name("credential", self.credential)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,8 +75,8 @@ class McpHttp:
         if not self.url.startswith(("http://", "https://")):
             raise ValueError(f"McpHttp url must be http:// or https://, not {self.url!r}")
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
-        _check_templates("headers", self.headers, self.credential)
-        _check_credential(self.credential)
+        check_templates("headers", self.headers, self.credential)
+        check_secret_name("credential", self.credential)
         if self.oauth is not None and any(k.lower() == "authorization" for k in self.headers):
             raise ValueError("McpHttp with oauth sends its own Authorization header: drop it")
 
@@ -90,36 +87,4 @@ McpConnection = McpStdio | McpHttp
 
 def credential_name(connection: McpConnection, scope: Scope) -> str | None:
     """The name of the secret `connection` uses for runs of `scope`, or None."""
-    if connection.credential is None:
-        return None
-    return connection.credential.replace("{tenant}", scope.tenant)
-
-
-def filled(templates: Mapping[str, str], value: str | None) -> dict[str, str]:
-    """`templates` with ``{credential}`` replaced by `value` (there is none when it is None)."""
-    marker = "{" + CREDENTIAL + "}"
-    return {key: text.replace(marker, value or "") for key, text in templates.items()}
-
-
-def _check_templates(what: str, templates: Mapping[str, str], credential: str | None) -> None:
-    for key, text in templates.items():
-        names = [name for _l, name, _s, _c in string.Formatter().parse(text) if name is not None]
-        unknown = [name for name in names if name != CREDENTIAL]
-        if unknown:
-            raise ValueError(
-                f"{what}[{key!r}]: only {{{CREDENTIAL}}} may be filled in, not "
-                f"{', '.join('{' + n + '}' for n in unknown)}"
-            )
-        if names and credential is None:
-            raise ValueError(f"{what}[{key!r}] uses {{{CREDENTIAL}}} but no credential is named")
-
-
-def _check_credential(credential: str | None) -> None:
-    if credential is None:
-        return
-    rest = credential.replace("{tenant}", "")
-    if not rest or "{" in rest or "}" in rest:
-        raise ValueError(
-            f"credential {credential!r} must be a secret's name, with {{tenant}} as the only "
-            "placeholder"
-        )
+    return secret_for(connection.credential, scope)

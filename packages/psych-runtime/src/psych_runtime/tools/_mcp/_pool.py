@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -32,15 +31,15 @@ from mcp_types import CallToolResult, Tool
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from psych_core import Scope, SecretNotFound, SecretResolver
+from psych_core import Scope, SecretResolver
 from psych_runtime.model.egress._httpx2 import guarded_httpx2_client
+from psych_runtime.tools._credentials import digest, filled, resolved
 from psych_runtime.tools._http import EgressPolicy
 from psych_runtime.tools._mcp._config import (
     McpConnection,
     McpHttp,
     McpStdio,
     credential_name,
-    filled,
 )
 
 log = logging.getLogger("psych_runtime.mcp")
@@ -323,14 +322,13 @@ class McpPool:
         await self._close_idle()
         connection = self._connections[server]
         name = credential_name(connection, scope)
-        value = await self._credential(server, name)
+        owner = f"MCP server {server!r}"
+        value = await resolved(self._secrets, name, owner)
         oauth = connection.oauth if isinstance(connection, McpHttp) else None
         secret_name = oauth.secret_name(scope.tenant) if oauth is not None else None
-        client_secret = await self._credential(server, secret_name)
-        names = [n for n in (name, secret_name) if n is not None]
-        values = [v for v in (value, client_secret) if v is not None]
-        digest = hashlib.sha256("\0".join(values).encode()).hexdigest() if values else None
-        key = SessionKey(scope.tenant, server, " ".join(names) or None, digest)
+        client_secret = await resolved(self._secrets, secret_name, owner)
+        names = " ".join(n for n in (name, secret_name) if n is not None) or None
+        key = SessionKey(scope.tenant, server, names, digest(value, client_secret))
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             current = self._sessions.get(key)
@@ -373,20 +371,6 @@ class McpPool:
         sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             await session.aclose()
-
-    async def _credential(self, server: str, name: str | None) -> str | None:
-        if name is None:
-            return None
-        if self._secrets is None:
-            raise SecretNotFound(
-                name,
-                f"MCP server {server!r}",
-                "the runtime has no SecretResolver: pass secrets=... to Runtime",
-            )
-        value = await self._secrets.resolve(name)
-        if value is None:
-            raise SecretNotFound(name, repr(self._secrets))
-        return value
 
 
 def _describe(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from psych_core import McpServer, Policy, Scope, SecretNotFound, SecretResolver
 from psych_runtime.tools._http import EgressPolicy
-from psych_runtime.tools._mcp._config import McpConnection
+from psych_runtime.tools._mcp._config import McpConnection, McpHttp
 from psych_runtime.tools._mcp._pool import McpPool, McpRequestFailed, McpUnreachable
 from psych_runtime.tools._mcp._tools import (
     Catalogue,
@@ -63,13 +63,14 @@ class McpTools:
         Raises `ServerUnavailable` naming the server when it cannot be reached or listed.
         """
         connection = self.pool.connection(ref.name)
+        limit = opening_limit(connection)
         try:
-            async with asyncio.timeout(connection.timeout):
+            async with asyncio.timeout(limit):
                 session = await self.pool.session(ref.name, scope)
                 listed = await session.tools()
         except TimeoutError:
             raise ServerUnavailable(
-                f"MCP server {ref.name!r} did not answer within {connection.timeout:g} s"
+                f"MCP server {ref.name!r} did not answer within {limit:g} s"
             ) from None
         except (McpUnreachable, McpRequestFailed, SecretNotFound) as exc:
             raise ServerUnavailable(f"MCP server {ref.name!r} cannot be reached: {exc}") from None
@@ -96,3 +97,12 @@ class McpTools:
     async def aclose(self) -> None:
         """Close every session."""
         await self.pool.aclose()
+
+
+def opening_limit(connection: McpConnection) -> float:
+    """Seconds a session may take to open and list its tools: the connection's timeout, and
+    the time a person has to consent when the server's OAuth grant needs one."""
+    oauth = connection.oauth if isinstance(connection, McpHttp) else None
+    if oauth is not None and oauth.grant == "authorization_code":
+        return connection.timeout + oauth.authorize_timeout
+    return connection.timeout
