@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 import sys
 
 import psych_runtime
-from psych_runtime import AgentSpec, Leases, ModelRef, Runtime, Usage
+from psych_runtime import AgentSpec, Leases, ModelRef, Runtime
 from psych_runtime.a2a import A2AHttp, A2APeer
 from psych_runtime.model.egress import EgressPolicy
-from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
+from tests.integration._scripted import ByTurn, Calls
 from tests.integration._stores import open_store
 
 SPEC = AgentSpec(
@@ -30,7 +29,7 @@ SPEC = AgentSpec(
 SECONDS = 5
 """How long each of the two slow skills works: long enough to kill the worker in the middle."""
 
-TURNS: list[list[tuple[str, dict[str, object]]]] = [
+TURNS: list[Calls] = [
     [
         ("peer__slow", {"message": "a", "data": {"seconds": SECONDS}}),
         ("peer__slow_read", {"message": "b", "data": {"seconds": SECONDS}}),
@@ -39,27 +38,12 @@ TURNS: list[list[tuple[str, dict[str, object]]]] = [
 ]
 
 
-class ScriptedModel:
-    """Answers from the conversation alone, so any process can serve any turn of the run."""
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        calls = tuple(
-            ModelToolCall(name=name, arguments=json.dumps(arguments))
-            for name, arguments in TURNS[turn]
-        )
-        text = None if calls else "done"
-        return ModelResponse(
-            model="scripted", text=text, tool_calls=calls, usage=Usage(), usage_source="provider"
-        )
-
-
 async def main() -> None:
     store = open_store(sys.argv[1])
     worker = psych_runtime.Worker(
         store,
         Runtime(
-            model=ScriptedModel(),
+            model=ByTurn(TURNS),
             a2a_peers={"peer": A2AHttp(url=sys.argv[2])},
             egress=EgressPolicy(allow_loopback=True),
             leases=Leases(ttl=dt.timedelta(seconds=2)),

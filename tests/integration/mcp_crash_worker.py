@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 import sys
 from pathlib import Path
 
 import psych_runtime
-from psych_runtime import AgentSpec, Leases, ModelRef, Runtime, Usage
+from psych_runtime import AgentSpec, Leases, ModelRef, Runtime
 from psych_runtime.mcp import McpServer
-from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
 from tests.integration._mcp import demo_stdio
+from tests.integration._scripted import ByTurn, Calls
 from tests.integration._stores import open_store
 
 SPEC = AgentSpec(
@@ -31,25 +30,10 @@ SPEC = AgentSpec(
 SECONDS = 5
 """How long each of the two slow calls takes: long enough to kill the worker in the middle."""
 
-TURNS: list[list[tuple[str, dict[str, object]]]] = [
+TURNS: list[Calls] = [
     [("demo__slow", {"seconds": SECONDS}), ("demo__slow_read", {"seconds": SECONDS})],
     [],
 ]
-
-
-class ScriptedModel:
-    """Answers from the conversation alone, so any process can serve any turn of the run."""
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        calls = tuple(
-            ModelToolCall(name=name, arguments=json.dumps(arguments))
-            for name, arguments in TURNS[turn]
-        )
-        text = None if calls else "done"
-        return ModelResponse(
-            model="scripted", text=text, tool_calls=calls, usage=Usage(), usage_source="provider"
-        )
 
 
 async def main() -> None:
@@ -57,7 +41,7 @@ async def main() -> None:
     worker = psych_runtime.Worker(
         store,
         Runtime(
-            model=ScriptedModel(),
+            model=ByTurn(TURNS),
             mcp_servers={"demo": demo_stdio(Path(sys.argv[2]))},
             leases=Leases(ttl=dt.timedelta(seconds=2)),
         ),

@@ -4,42 +4,24 @@ credential reaches the log."""
 
 from __future__ import annotations
 
-import asyncio
 import collections
 from pathlib import Path
 
 import pytest
 
-from psych_runtime import AgentSpec, MemoryStore, ModelRef, Runtime, Scope, Usage, Worker, dispatch
+from psych_runtime import AgentSpec, MemoryStore, ModelRef, Runtime, Scope, Worker, dispatch
 from psych_runtime.a2a import A2AHttp, A2APeer
 from psych_runtime.adapters import EnvSecretResolver
 from psych_runtime.model.egress import EgressPolicy
-from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
 from psych_runtime.records import ToolCallFinished
 from tests.integration._a2a import demo_peer, ledger_lines
+from tests.integration._scripted import ByTurn
 
 pytestmark = pytest.mark.timeout(120)
 
 TOKENS = {"PEER_alpha": "tok-alpha-77d0", "PEER_beta": "tok-beta-31aa"}
 SPEC = AgentSpec(name="who", model=ModelRef(model="scripted"), tools=(A2APeer(name="peer"),))
 RUNS_PER_TENANT = 10
-
-
-class WhoAmI:
-    """Calls whoami twice in one turn, then answers: from the conversation alone."""
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        await asyncio.sleep(0)
-        call = ModelToolCall(name="peer__whoami", arguments='{"message": "who am I?"}')
-        calls = (call,) * 2 if turn == 0 else ()
-        return ModelResponse(
-            model="scripted",
-            text=None if calls else "done",
-            tool_calls=calls,
-            usage=Usage(),
-            usage_source="provider",
-        )
 
 
 async def test_two_tenants_never_share_a_connection_or_a_credential(tmp_path: Path) -> None:
@@ -50,7 +32,7 @@ async def test_two_tenants_never_share_a_connection_or_a_credential(tmp_path: Pa
             url=url, headers={"Authorization": "Bearer {credential}"}, credential="PEER_{tenant}"
         )
         runtime = Runtime(
-            model=WhoAmI(),
+            model=ByTurn([[("peer__whoami", {"message": "who am I?"})] * 2]),
             a2a_peers={"peer": connection},
             secrets=EnvSecretResolver(environ=TOKENS),
             egress=EgressPolicy(allow_loopback=True),

@@ -9,14 +9,6 @@ tool's annotations), settles the unannotated one, and completes the run.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -24,69 +16,19 @@ import pytest
 from psych_runtime import Scope, dispatch
 from psych_runtime.records import (
     AttemptStarted,
-    Record,
     ToolCallFinished,
     ToolCallSettled,
     ToolCallStarted,
 )
+from tests.integration._crash_kit import about, begun, ended, kill_group, start_worker, stop
 from tests.integration._mcp import ledger_lines
 from tests.integration._stores import open_store
 from tests.integration.mcp_crash_worker import SPEC
 
 pytestmark = pytest.mark.timeout(120)
 
-ROOT = Path(__file__).resolve().parents[2]
 SCOPE = Scope(tenant="mcp-crash")
-
-
-def _start(url: str, ledger: Path) -> subprocess.Popen[bytes]:
-    """A worker process, leading a process group of its own."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.mcp_crash_worker", url, str(ledger)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM (the worker drains and closes its MCP sessions); SIGKILL if it does not end."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            _kill_group(process.pid)
-            process.wait()
-    _kill_group(process.pid)  # anything it left in its group
-
-
-async def _both_begun(ledger: Path, process: subprocess.Popen[bytes]) -> list[list[str]]:
-    """The ledger once both slow calls have begun at the demo server."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        lines = ledger_lines(ledger)
-        kinds = {line[0] for line in lines}
-        if {"slow-begun", "slow_read-begun"} <= kinds:
-            return lines
-        assert process.poll() is None, f"worker A ended early with {process.returncode}"
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"both slow calls did not begin within 30 s: {ledger_lines(ledger)}")
-
-
-def _of[T](records: Sequence[Record], kind: type[T], call_id: str) -> list[tuple[Record, T]]:
-    """The records of `kind` about the call `call_id`, with their bodies."""
-    return [
-        (r, r.body)
-        for r in records
-        if isinstance(r.body, kind) and getattr(r.body, "call_id", None) == call_id
-    ]
+WORKER = "tests.integration.mcp_crash_worker"
 
 
 async def test_a_killed_worker_s_read_only_mcp_call_runs_again_and_the_unsafe_one_settles(
@@ -99,33 +41,27 @@ async def test_a_killed_worker_s_read_only_mcp_call_runs_again_and_the_unsafe_on
     scoped = store.scoped(SCOPE)
     try:
         run_id = await dispatch(scoped, SPEC, "go")
-        first = _start(url, ledger)
+        first = start_worker(WORKER, url, str(ledger))
         try:
-            begun = await _both_begun(ledger, first)
+            lines = await begun(
+                lambda: ledger_lines(ledger), ("slow-begun", "slow_read-begun"), first
+            )
         finally:
             # A dies with its process group. The SDK starts each stdio server in a session
             # of its own, so A's server is not in that group: it is killed by the pid it wrote
             # (a crashed host takes its servers with it).
-            _kill_group(first.pid)
+            kill_group(first.pid)
             first.wait()
             for line in ledger_lines(ledger):
-                _kill_group(int(line[2]))
-        a_server = {line[2] for line in begun}
+                kill_group(int(line[2]))
+        a_server = {line[2] for line in lines}
         assert len(a_server) == 1
 
-        second = _start(url, ledger)
+        second = start_worker(WORKER, url, str(ledger))
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                row = await store.get_run(SCOPE.tenant, run_id)
-                assert row is not None
-                if row.status in ("completed", "failed", "cancelled"):
-                    break
-                assert second.poll() is None, f"worker B ended early with {second.returncode}"
-                assert time.monotonic() < deadline, f"run still {row.status} after 60 s"
-                await asyncio.sleep(0.1)
+            row = await ended(store, SCOPE, run_id, second)
         finally:
-            _stop(second)
+            stop(second)
         records = await scoped.read(run_id)
     finally:
         await store.close()
@@ -138,20 +74,20 @@ async def test_a_killed_worker_s_read_only_mcp_call_runs_again_and_the_unsafe_on
     read_id = next(b.call_id for b in starts if b.name == "demo__slow_read")
 
     # The unannotated call: started once (recorded unsafe), settled unknown by attempt 2.
-    slow_starts = _of(records, ToolCallStarted, slow_id)
+    slow_starts = about(records, ToolCallStarted, slow_id)
     assert [(r.attempt, b.safe_to_retry) for r, b in slow_starts] == [(1, False)]
-    slow_settled = _of(records, ToolCallSettled, slow_id)
+    slow_settled = about(records, ToolCallSettled, slow_id)
     assert [r.attempt for r, _ in slow_settled] == [2]
-    assert not _of(records, ToolCallFinished, slow_id)
+    assert not about(records, ToolCallFinished, slow_id)
 
     # The read-only call: recorded safe when it started, started again by attempt 2 (the
     # second start leaves the safety out: the first one's stands), and finished there.
-    read_starts = _of(records, ToolCallStarted, read_id)
+    read_starts = about(records, ToolCallStarted, read_id)
     assert [(r.attempt, b.safe_to_retry) for r, b in read_starts] == [(1, True), (2, None)]
-    (read_finished,) = _of(records, ToolCallFinished, read_id)
+    (read_finished,) = about(records, ToolCallFinished, read_id)
     assert read_finished[0].attempt == 2
     assert "read done" in str(read_finished[1].result)
-    assert not _of(records, ToolCallSettled, read_id)
+    assert not about(records, ToolCallSettled, read_id)
 
     # At the server: the read began twice, in two server processes; the unsafe effect began
     # once and never completed.

@@ -21,7 +21,6 @@ from psych_runtime import (
     ModelRef,
     Runtime,
     Scope,
-    Usage,
     Worker,
     dispatch,
     read_log,
@@ -38,10 +37,10 @@ from psych_runtime.mcp import (
     MemoryTokenStore,
 )
 from psych_runtime.model.egress import EgressPolicy
-from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
 from psych_runtime.records import Record, ToolCallFinished
 from psych_runtime.testing import FakeModel
 from tests.integration._mcp import ledger_lines, oauth_http
+from tests.integration._scripted import ByTurn
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -78,21 +77,6 @@ def assert_no_token_in(records: Sequence[Record], tokens: Sequence[str]) -> None
     for record in records:
         text = record.model_dump_json()
         assert not any(token in text for token in tokens), record
-
-
-class WhoAmITwice:
-    """Calls whoami twice in one turn, then answers: from each run's conversation alone."""
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        calls = (ModelToolCall(name="vault__whoami", arguments="{}"),) * 2 if turn == 0 else ()
-        return ModelResponse(
-            model="fake",
-            text=None if calls else "ok",
-            tool_calls=calls,
-            usage=Usage(),
-            usage_source="provider",
-        )
 
 
 class Person:
@@ -163,7 +147,7 @@ async def test_client_credentials_per_tenant_under_concurrency(tmp_path: Path) -
     runs: dict[str, str] = {}
     with oauth_http(ledger, DEMO_CLIENTS=CLIENTS) as base:
         runtime = Runtime(
-            model=WhoAmITwice(),
+            model=ByTurn([[("vault__whoami", {})] * 2], text="ok"),
             mcp_servers={"vault": service_flow(base, tokens)},
             secrets=EnvSecretResolver(environ=SECRETS),
             egress=LOOPBACK,

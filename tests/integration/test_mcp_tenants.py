@@ -4,41 +4,24 @@ credential reaches the log."""
 
 from __future__ import annotations
 
-import asyncio
 import collections
 from pathlib import Path
 
 import pytest
 
-from psych_runtime import AgentSpec, MemoryStore, ModelRef, Runtime, Scope, Usage, Worker, dispatch
+from psych_runtime import AgentSpec, MemoryStore, ModelRef, Runtime, Scope, Worker, dispatch
 from psych_runtime.adapters import EnvSecretResolver
 from psych_runtime.mcp import McpHttp, McpServer
 from psych_runtime.model.egress import EgressPolicy
-from psych_runtime.ports import AssistantMessage, ModelRequest, ModelResponse, ModelToolCall
 from psych_runtime.records import ToolCallFinished
 from tests.integration._mcp import demo_http, ledger_lines
+from tests.integration._scripted import ByTurn
 
 pytestmark = pytest.mark.timeout(120)
 
 TOKENS = {"DEMO_alpha": "tok-alpha-5e1f", "DEMO_beta": "tok-beta-9c07"}
 SPEC = AgentSpec(name="who", model=ModelRef(model="scripted"), tools=(McpServer(name="web"),))
 RUNS_PER_TENANT = 12
-
-
-class WhoAmI:
-    """Calls whoami twice in one turn, then answers: from the conversation alone."""
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        await asyncio.sleep(0)
-        calls = (ModelToolCall(name="web__whoami", arguments="{}"),) * 2 if turn == 0 else ()
-        return ModelResponse(
-            model="scripted",
-            text=None if calls else "done",
-            tool_calls=calls,
-            usage=Usage(),
-            usage_source="provider",
-        )
 
 
 async def test_two_tenants_never_share_a_session_or_a_credential(tmp_path: Path) -> None:
@@ -49,7 +32,7 @@ async def test_two_tenants_never_share_a_session_or_a_credential(tmp_path: Path)
             url=url, headers={"Authorization": "Bearer {credential}"}, credential="DEMO_{tenant}"
         )
         runtime = Runtime(
-            model=WhoAmI(),
+            model=ByTurn([[("web__whoami", {})] * 2]),
             mcp_servers={"web": connection},
             secrets=EnvSecretResolver(environ=TOKENS),
             egress=EgressPolicy(allow_loopback=True),
