@@ -35,6 +35,7 @@ from psych_runtime.records import (
     ToolsUnavailable,
 )
 from psych_runtime.testing import FakeModel
+from psych_runtime.tools._a2a import _pool as a2a_pool
 from tests.integration._a2a import demo_peer, ledger_lines
 from tests.integration._mcp import free_port
 
@@ -354,6 +355,28 @@ async def test_the_card_is_kept_for_its_time_to_live_then_read_again(tmp_path: P
             assert (await s.ask(agent(A2APeer(name="peer")), "go")).status == "completed"
         assert kinds(ledger).count("card") == read + 1
         assert read in (2, 3)  # the first run's two turns: read once, or again past 0.3 s
+
+
+async def test_a_connection_left_idle_is_closed_and_made_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(a2a_pool, "IDLE_CLOSE", 0.0)
+    ledger = tmp_path / "ledger"
+    model = FakeModel()
+    for _ in range(2):
+        model.turn(tool_calls=[("peer__echo", {"message": "x"})]).turn(text="done")
+    with demo_peer(ledger) as url:
+        runtime = Runtime(
+            model=model, a2a_peers={"peer": A2AHttp(url=url, card_ttl=600)}, egress=LOOPBACK
+        )
+        async with session(runtime=runtime) as s:
+            first = await s.ask(agent(A2APeer(name="peer")), "one")
+            second = await s.ask(agent(A2APeer(name="peer")), "two")
+    assert first.status == second.status == "completed"
+    # The card outlives both runs (kept, it is read once: the test above), so each read
+    # here is a new connection: with no idle time allowed, the one left from the last model
+    # call is closed at each turn's resolution and a new one made, and calls still go through.
+    assert kinds(ledger) == ["card", "echo", "card"] * 2
 
 
 async def test_a_peer_s_calls_wait_for_approval_when_the_reference_asks(tmp_path: Path) -> None:
