@@ -7,6 +7,7 @@ Nothing here does IO, reads a clock or makes an id: the runtime passes them in.
 """
 
 from psych_core._actions import (
+    GUARD_REASONS,
     Action,
     CallModel,
     CancelRun,
@@ -454,6 +455,7 @@ __all__ = [
     "DenyCalls",
     "Effect",
     "Fail",
+    "GUARD_REASONS",
     "FinishResumed",
     "Finished",
     "RejectOutput",

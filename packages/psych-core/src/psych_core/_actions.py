@@ -131,11 +131,16 @@ class Suspend:
 @dataclass(frozen=True, slots=True)
 class CancelRun:
     """Decision: cancel the run. Calls that never began fail with reason ``cancelled``;
-    calls that began (and were not finished) are settled unknown."""
+    calls that began (and were not finished) are settled unknown.
+
+    With `failure` (a guard's reason: ``deadline``, ``repeated_call``), the run fails with
+    that reason and `reason` as its error, its open calls closed the same way.
+    """
 
     reason: str
     never_began: tuple[CallState, ...]
     began: tuple[CallState, ...]
+    failure: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +202,10 @@ def next_action(state: RunState, now: dt.datetime) -> Action:
     if state.attempt == 0:
         raise SpecError(f"run {state.run_id}: next_action needs a claimed run (no attempt yet)")
 
+    if state.cancel is None and isinstance(spec, AgentSpec):
+        guarded = _guard(state, spec, now)
+        if guarded is not None:
+            return guarded
     on_calls = _calls_action(state, now)
     if on_calls is not None:
         return on_calls
@@ -213,10 +222,7 @@ def next_action(state: RunState, now: dt.datetime) -> Action:
 def _calls_action(state: RunState, now: dt.datetime) -> Action | None:
     """What the open calls of the current turn (or round) need, or None when none is open."""
     if state.cancel is not None:
-        began_phases = ("started", "child", "child_ended")
-        began = tuple(c for c in state.calls if c.phase in began_phases)
-        never = tuple(c for c in state.calls if c.phase not in (*began_phases, "done"))
-        return CancelRun(state.cancel, never, began)
+        return CancelRun(state.cancel, *_open_by_beginning(state))
     if all(c.phase == "done" for c in state.calls):
         # The common case between turns (or rounds): nothing below can apply.
         return None
@@ -255,6 +261,9 @@ def _calls_action(state: RunState, now: dt.datetime) -> Action | None:
     # Whatever the run waits on first, it wakes at the earliest time any of its calls needs:
     # a wait that times out, or a workflow step's child past its timeout.
     due = _earliest_due((*waiting, *children))
+    deadline = deadline_at(state)
+    if deadline is not None and (due is None or deadline < due):
+        due = deadline  # woken at its deadline, to end there
     awaiting = _in_phase(state, "awaiting_approval")
     if awaiting:
         return Suspend("approval", awaiting, due)
@@ -295,6 +304,13 @@ def _agent_action(state: RunState, spec: AgentSpec) -> Action:
                     "raise max_turns",
                 ),
             )
+    if spec.max_failed_calls is not None and state.failed_streak >= spec.max_failed_calls:
+        return Fail(
+            "failed_calls",
+            f"run {state.run_id}: {state.failed_streak} tool calls in a row failed, reaching "
+            f"AgentSpec {spec.name!r} max_failed_calls={spec.max_failed_calls}; read the "
+            "failures in its log (report(...).tool_calls)",
+        )
     if state.turn_model_calls >= spec.max_turns:
         return Fail(
             "max_turns",
@@ -303,6 +319,58 @@ def _agent_action(state: RunState, spec: AgentSpec) -> Action:
             "raise max_turns or check why the model keeps calling tools",
         )
     return CallModel()
+
+
+GUARD_REASONS = ("deadline", "repeated_call")
+"""The reasons a guard of an `AgentSpec` ends a run with while calls may be open: its open
+calls are closed as a cancel closes them, and its child runs are cancelled."""
+
+
+def _guard(state: RunState, spec: AgentSpec, now: dt.datetime) -> Action | None:
+    """The end a guard of `spec` puts to the run now (`deadline`, `max_identical_calls`), or
+    None while they allow it to go on."""
+    deadline = deadline_at(state)
+    if deadline is not None and now >= deadline:
+        return _ended_by(
+            state,
+            "deadline",
+            f"run {state.run_id} passed its deadline ({deadline.isoformat()}: AgentSpec "
+            f"{spec.name!r} deadline={spec.deadline:g} s from its admission)",
+        )
+    limit = spec.max_identical_calls
+    if limit is not None and state.most_repeated is not None and state.most_repeated[1] > limit:
+        name, times = state.most_repeated
+        return _ended_by(
+            state,
+            "repeated_call",
+            f"run {state.run_id}: the model asked for the same call of tool {name!r} (the same "
+            f"arguments) {times} times, more than AgentSpec {spec.name!r} "
+            f"max_identical_calls={limit}",
+        )
+    return None
+
+
+def _ended_by(state: RunState, reason: str, error: str) -> Action:
+    if not state.open_calls:
+        return Fail(reason, error)
+    return CancelRun(error, *_open_by_beginning(state), failure=reason)
+
+
+def _open_by_beginning(state: RunState) -> tuple[tuple[CallState, ...], tuple[CallState, ...]]:
+    """The open calls that never began, and those that began (their effect may have
+    happened)."""
+    began_phases = ("started", "child", "child_ended")
+    began = tuple(c for c in state.calls if c.phase in began_phases)
+    never = tuple(c for c in state.calls if c.phase not in (*began_phases, "done"))
+    return never, began
+
+
+def deadline_at(state: RunState) -> dt.datetime | None:
+    """When an agent run's `AgentSpec.deadline` passes, or None when it has none."""
+    spec = state.spec
+    if not isinstance(spec, AgentSpec) or spec.deadline is None or state.admitted_at is None:
+        return None
+    return state.admitted_at + dt.timedelta(seconds=spec.deadline)
 
 
 def _in_phase(state: RunState, phase: CallPhase) -> tuple[CallState, ...]:

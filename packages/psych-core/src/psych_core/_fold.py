@@ -7,12 +7,14 @@ the run and the seq; nothing is ever skipped silently.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from pydantic import JsonValue
 
+from psych_core._canonical import canonical_json
 from psych_core._errors import CorruptLog, FoldError, NewerLog
 from psych_core._messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from psych_core._records import (
@@ -113,13 +115,14 @@ def fold(state: RunState, record: Record) -> RunState:
             outcome = CallOutcome("finished", body.result)
             content = render_result(body.result) if state.workflow is None else ""
             message = ToolResultMessage(body.call_id, done.call.name, content)
-            return _settle(state, record, done, message, outcome)
+            return replace(_settle(state, record, done, message, outcome), failed_streak=0)
         case ToolCallFailed():
             done = _open_call(state, record, body.call_id)
             text = f"Error ({body.reason}): {body.error}"
             message = ToolResultMessage(body.call_id, done.call.name, text, True)
             outcome = CallOutcome("failed", reason=body.reason, error=body.error)
-            return _settle(state, record, done, message, outcome)
+            settled = _settle(state, record, done, message, outcome)
+            return replace(settled, failed_streak=state.failed_streak + 1)
         case ToolCallSettled():
             done = _started_call(state, record, body.call_id, also=("child", "child_ended"))
             message = ToolResultMessage(body.call_id, done.call.name, UNKNOWN_OUTCOME, True)
@@ -249,6 +252,7 @@ def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
         state,
         next_seq=1,
         admitted=body,
+        admitted_at=record.at,
         status="queued",
         conversation=state.conversation.add(UserMessage(body.input)),
         turns=1,
@@ -274,8 +278,11 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
                 state.run_id, record.seq, f"tool call {call.call_id!r} should be named {expected!r}"
             )
     usage = state.usage + body.usage if body.usage is not None else state.usage
+    counts, most = _counted(state, body.tool_calls)
     return replace(
         state,
+        call_counts=counts,
+        most_repeated=most,
         next_seq=record.seq + 1,
         conversation=state.conversation.add(AssistantMessage(body.text, body.tool_calls)),
         model_calls=state.model_calls + 1,
@@ -287,6 +294,33 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
         answered=not body.tool_calls,
         usage=usage,
     )
+
+
+def _counted(
+    state: RunState, calls: tuple[ToolCall, ...]
+) -> tuple[Mapping[str, int], tuple[str, int] | None]:
+    """`state.call_counts` and `state.most_repeated` with `calls` counted in."""
+    if not calls:
+        return state.call_counts, state.most_repeated
+    counts = dict(state.call_counts)
+    most = state.most_repeated
+    for call in calls:
+        key = call_key(call)
+        counts[key] = counts.get(key, 0) + 1
+        if most is None or counts[key] > most[1]:
+            most = (call.name, counts[key])
+    return counts, most
+
+
+def call_key(call: ToolCall) -> str:
+    """A digest of one call's tool and arguments (canonical when they are JSON), the same
+    for the same call however the model spaced or ordered its arguments."""
+    try:
+        arguments = canonical_json(json.loads(call.arguments)) if call.arguments.strip() else "{}"
+    except (ValueError, TypeError):
+        arguments = call.arguments
+    text = f"{call.name}\0{arguments}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def _steps_planned(state: RunState, record: Record, body: StepsPlanned) -> RunState:

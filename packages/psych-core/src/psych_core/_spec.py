@@ -604,6 +604,18 @@ class AgentSpec(_Frozen):
             each answered with what was wrong and a request for a corrected answer before the
             run fails with reason ``invalid_output``. A retry is a model call, so it counts
             toward `max_turns`.
+        deadline: seconds the whole run may take from its admission; None for no limit. Once
+            it has passed, the run fails with reason ``deadline`` at its next decision: before
+            a model call, or when it would wait (a waiting run is woken at its deadline).
+            Calls that never began fail; calls that began are settled ``unknown``; child runs
+            are cancelled. A call in flight is not cut off (its own timeout bounds it).
+        max_failed_calls: how many tool calls in a row may fail (any reason: the tool raised,
+            bad arguments, an unknown tool, a denial, a timeout) before the run fails with
+            reason ``failed_calls`` instead of calling the model again; a call that finishes
+            starts the count over. None for no limit.
+        max_identical_calls: how many times the model may ask for the same call (one tool,
+            the same arguments) in one run; asking once more fails the run with reason
+            ``repeated_call`` before that call starts. None for no limit.
     """
 
     name: str = Field(min_length=1)
@@ -614,6 +626,9 @@ class AgentSpec(_Frozen):
     output_type: dict[str, JsonValue] | None = None
     max_turns: int = Field(default=10, gt=0)
     output_retries: int = Field(default=2, ge=0)
+    deadline: float | None = Field(default=None, gt=0)
+    max_failed_calls: int | None = Field(default=None, gt=0)
+    max_identical_calls: int | None = Field(default=None, gt=0)
 
     @field_validator("output_type", mode="before")
     @classmethod

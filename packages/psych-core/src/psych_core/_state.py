@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -147,6 +148,12 @@ class RunState:
         output_rejections: the answers to the current user message that were rejected
             (`OutputRejected`), as ``(answer seq, what was wrong)``; at most
             ``output_retries + 1``, so it does not grow with the log.
+        admitted_at: when the run was admitted (its first record's time).
+        failed_streak: how many tool calls in a row have failed (`AgentSpec.max_failed_calls`);
+            a finished call sets it back to 0.
+        call_counts: how many times the model asked for each call, by a digest of its tool and
+            canonical arguments (`AgentSpec.max_identical_calls`); one entry per distinct call.
+        most_repeated: the call asked for most often, as ``(tool name, times)``.
     """
 
     run_id: str
@@ -156,6 +163,7 @@ class RunState:
     next_seq: int = 0
     attempt: int = 0
     admitted: RunAdmitted | None = None
+    admitted_at: dt.datetime | None = None
     conversation: Conversation = field(default_factory=Conversation)
     turns: int = 0
     model_calls: int = 0
@@ -174,6 +182,9 @@ class RunState:
     pending_input: tuple[str, ...] = ()
     due_at: dt.datetime | None = None
     workflow: WorkflowProgress | None = None
+    failed_streak: int = 0
+    call_counts: Mapping[str, int] = field(default_factory=dict)
+    most_repeated: tuple[str, int] | None = None
 
     @classmethod
     def empty(cls, run_id: str, spec: AgentSpec | WorkflowSpec | None = None) -> RunState:

@@ -17,6 +17,7 @@ from pydantic_core import PydanticSerializationError
 
 from psych_core import (
     FINAL_STATUSES,
+    GUARD_REASONS,
     AgentSpec,
     AgentTool,
     Batch,
@@ -289,10 +290,11 @@ class Attempt:
                 status=self.state.status,
             )
             notices.append(Notify(admitted.parent_run_id, f"child:{self.state.run_id}", ended))
-        if any(isinstance(record.body, RunCancelled) for record in records):
+        if any(_closes_children(record.body) for record in records):
+            how = "was cancelled" if self.state.status == "cancelled" else "failed"
             for call in self.state.calls:
                 if call.child_run_id is not None:
-                    cancel = CancelSignal(reason=f"parent run {self.state.run_id} was cancelled")
+                    cancel = CancelSignal(reason=f"parent run {self.state.run_id} {how}")
                     key = f"cancel:parent:{self.state.run_id}"
                     notices.append(Notify(call.child_run_id, key, cancel))
         # A workflow step whose child run outlived the step's timeout: the child is cancelled
@@ -604,3 +606,11 @@ def _timed_out(call: ToolCall, safe: bool, timeout: float | None) -> Body:
     if safe:
         return ToolCallFailed(call_id=call.call_id, reason="timeout", error=message)
     return ToolCallSettled(call_id=call.call_id, note=message)
+
+
+def _closes_children(body: object) -> bool:
+    """Whether `body` ends the run with its child runs cancelled: a cancel, or a guard of the
+    spec (`GUARD_REASONS`) that ended it while calls were open."""
+    return isinstance(body, RunCancelled) or (
+        isinstance(body, RunFailed) and body.reason in GUARD_REASONS
+    )

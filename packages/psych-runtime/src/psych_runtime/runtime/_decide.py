@@ -102,19 +102,21 @@ def decide(
         case Suspend(reason, calls, due_at):
             ids = tuple(c.call.call_id for c in calls)
             return [RunSuspended(reason=reason, due_at=due_at, calls=ids)]
-        case CancelRun(reason, never_began, began):
+        case CancelRun(reason, never_began, began, failure):
             why = f": {reason}" if reason else ""
+            ended = "ended" if failure is not None else "was cancelled"
             bodies: list[Body] = [
                 ToolCallFailed(
                     call_id=c.call.call_id,
                     reason="cancelled",
-                    error=f"the run was cancelled before the call began{why}",
+                    error=f"the run {ended} before the call began{why}",
                 )
                 for c in never_began
             ]
-            bodies += [
-                ToolCallSettled(call_id=c.call.call_id, note=SETTLED_BY_CANCEL) for c in began
-            ]
+            note = SETTLED_BY_CANCEL if failure is None else f"the run ended{why}"
+            bodies += [ToolCallSettled(call_id=c.call.call_id, note=note) for c in began]
+            if failure is not None:
+                return [*bodies, RunFailed(reason=failure, error=reason)]
             return [*bodies, RunCancelled(reason=reason)]
         case RejectOutput(answer_seq, error, try_number):
             return [OutputRejected(answer_seq=answer_seq, error=error, try_number=try_number)]
