@@ -43,6 +43,7 @@ from psych_core._errors import (
     FoldError,
     IdempotencyConflict,
     InboxPending,
+    InvalidAnswer,
     LeaseExpired,
     LeaseLost,
     McpServerNotConfigured,
@@ -108,6 +109,7 @@ from psych_core._records import (
     attempts_exhausted,
 )
 from psych_core._report import (
+    Question,
     RejectedOutput,
     Report,
     RunStatus,
@@ -129,6 +131,7 @@ from psych_core._signals import (
     UserInput,
 )
 from psych_core._spec import (
+    ASK_TOOL,
     MCP_SEPARATOR,
     A2APeer,
     AgentSpec,
@@ -585,4 +588,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "ToolNotRegistered",
+    "ASK_TOOL",
+    "InvalidAnswer",
+    "Question",
 ]

@@ -217,6 +217,18 @@ class NotAwaitingApproval(PsychError, LookupError):
         )
 
 
+class InvalidAnswer(PsychError, ValueError):
+    """An answer to a run's question is not one of the options the question offered."""
+
+    def __init__(self, run_id: str, call_id: str, answer: object, options: tuple[str, ...]):
+        self.run_id = run_id
+        self.call_id = call_id
+        self.options = options
+        super().__init__(
+            f"run {run_id}: question {call_id} takes one of {list(options)}, not {answer!r}"
+        )
+
+
 class ModelError(PsychError):
     """The model client could not produce a turn.
 

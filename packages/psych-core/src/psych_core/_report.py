@@ -29,6 +29,7 @@ from psych_core._records import (
     ToolCallSettled,
     ToolCallStarted,
 )
+from psych_core._spec import ASK_TOOL, AgentSpec
 from psych_core._state import RunState, RunStatusName, WaitingReason
 from psych_core._usage import Cost, CostSource, Usage, UsageSource
 from psych_core._workflow_spec import WorkflowSpec
@@ -42,6 +43,20 @@ class _View(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class Question(_View):
+    """A question a run asks the user (its ``ask_user`` call) and waits to have answered.
+
+    Attributes:
+        call_id: the call that asks: answer it with ``answer(store, run_id, call_id, ...)``.
+        question: what the model asked.
+        options: the answers it offered to choose from; empty for free text.
+    """
+
+    call_id: str
+    question: str
+    options: tuple[str, ...] = ()
+
+
 class RunStatus(_View):
     """A run's status: small and JSON-serialisable, what a screen draws.
 
@@ -49,6 +64,7 @@ class RunStatus(_View):
         waiting: what a ``waiting`` run waits for: ``approval``, ``external`` or ``children``.
         waiting_for: the calls it waits on (their ids, for `approve` and `deny`).
         due_at: when a timed wait ends.
+        questions: the questions to the user it waits to have answered (``ask_user``).
     """
 
     run_id: str
@@ -57,6 +73,7 @@ class RunStatus(_View):
     waiting: WaitingReason | None = None
     waiting_for: tuple[str, ...] = ()
     due_at: dt.datetime | None = None
+    questions: tuple[Question, ...] = ()
     turns: int
     model_calls: int
     tool_calls: int
@@ -75,6 +92,7 @@ def status_of(state: RunState) -> RunStatus:
         waiting=state.waiting,
         waiting_for=_waiting_for(state),
         due_at=state.due_at if state.status == "waiting" else None,
+        questions=questions_of(state),
         turns=state.turns,
         model_calls=state.model_calls,
         tool_calls=state.tool_calls,
@@ -83,6 +101,33 @@ def status_of(state: RunState) -> RunStatus:
         failure_reason=state.failure_reason,
         error=state.error,
     )
+
+
+def questions_of(state: RunState) -> tuple[Question, ...]:
+    """The user's questions the run waits on: its waiting ``ask_user`` calls, as asked."""
+    if not isinstance(state.spec, AgentSpec | None) or (
+        state.spec is not None and not state.spec.ask_user
+    ):
+        return ()
+    asked: list[Question] = []
+    for call in state.calls:
+        if call.phase != "waiting" or call.call.name != ASK_TOOL:
+            continue
+        try:
+            arguments = json.loads(call.call.arguments)
+        except ValueError:
+            continue  # never started: the tool refuses arguments that are not JSON
+        if not isinstance(arguments, dict):
+            continue
+        options = arguments.get("options") or ()
+        asked.append(
+            Question(
+                call_id=call.call.call_id,
+                question=str(arguments.get("question", "")),
+                options=tuple(str(option) for option in options),
+            )
+        )
+    return tuple(asked)
 
 
 def _waiting_for(state: RunState) -> tuple[str, ...]:

@@ -588,6 +588,10 @@ class Skill(_Frozen):
     instructions: str
 
 
+ASK_TOOL = "ask_user"
+"""The name of the built-in tool an `AgentSpec` with ``ask_user=True`` offers the model."""
+
+
 class AgentSpec(_Frozen):
     """What an agent is: its instructions, model, tools and limits, as hashable data.
 
@@ -616,6 +620,10 @@ class AgentSpec(_Frozen):
         max_identical_calls: how many times the model may ask for the same call (one tool,
             the same arguments) in one run; asking once more fails the run with reason
             ``repeated_call`` before that call starts. None for no limit.
+        ask_user: offer the model the built-in tool ``ask_user`` (`ASK_TOOL`): a question to
+            the user, free text or one of a few options; the run waits for the answer holding
+            no worker (``status(...).questions``), and ``answer(store, run_id, call_id,
+            answer)`` gives it back as the call's result.
     """
 
     name: str = Field(min_length=1)
@@ -629,6 +637,7 @@ class AgentSpec(_Frozen):
     deadline: float | None = Field(default=None, gt=0)
     max_failed_calls: int | None = Field(default=None, gt=0)
     max_identical_calls: int | None = Field(default=None, gt=0)
+    ask_user: bool = False
 
     @field_validator("output_type", mode="before")
     @classmethod
@@ -644,6 +653,11 @@ class AgentSpec(_Frozen):
             if tool.name in seen:
                 raise ValueError(f"AgentSpec {self.name!r} names tool {tool.name!r} twice")
             seen.add(tool.name)
+        if self.ask_user and ASK_TOOL in seen:
+            raise ValueError(
+                f"AgentSpec {self.name!r} has ask_user=True, whose built-in tool is named "
+                f"{ASK_TOOL!r}: rename its own tool {ASK_TOOL!r}"
+            )
         return self
 
     @property

@@ -12,6 +12,7 @@
     │   └── NewerLog              the log was written by a newer psych-core than this one
     ├── RunNotFound               no such run in this scope (another tenant's run looks the same)
     ├── NotAwaitingApproval       approve/deny named a call that is not waiting for a decision
+    ├── InvalidAnswer             an answer is not one of the options its question offered
     ├── NotReplayable             replay or workflow_view named a run or a step they cannot use
     ├── OutputUnavailable         a run's output cannot be read as the model asked for
     ├── ModelError                the model client failed to produce a turn
@@ -50,6 +51,7 @@ from psych_core import (
     FoldError,
     IdempotencyConflict,
     InboxPending,
+    InvalidAnswer,
     LeaseExpired,
     LeaseLost,
     McpServerNotConfigured,
@@ -90,6 +92,7 @@ __all__ = [
     "NewerLog",
     "RunNotFound",
     "NotAwaitingApproval",
+    "InvalidAnswer",
     "NotReplayable",
     "OutputUnavailable",
     # models, sandboxes, egress and secrets

@@ -43,6 +43,7 @@ from psych_core import (
     ModelCallFinished,
     Offloaded,
     OutputRejected,
+    Question,
     Record,
     ReplayOf,
     Resume,
@@ -127,6 +128,8 @@ __all__ = [
     "Deny",
     "Resume",
     "UserInput",
+    # what a status shows of a question to the user (AgentSpec.ask_user)
+    "Question",
 ]
 
 _claim.claim_exports(__name__, globals(), __all__)

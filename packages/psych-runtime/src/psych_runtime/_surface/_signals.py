@@ -24,6 +24,7 @@ from psych_core import (
     Cancel,
     Deny,
     DuplicateSignal,
+    InvalidAnswer,
     NotAwaitingApproval,
     Resume,
     RunRow,
@@ -33,6 +34,7 @@ from psych_core import (
     Store,
     UserInput,
     fold_all,
+    readable_status,
 )
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime import authorize
@@ -103,14 +105,21 @@ async def answer(
     *,
     key: str | None = None,
 ) -> int:
-    """Answer the question of a workflow's human step: `answer` (checked against the step's
-    `answer_schema`) becomes its output.
+    """Answer a question: a workflow's human step, or an agent's ``ask_user`` call.
 
-    `step` is the step's name, or the memo key of the one waiting (``orders[2].approve``) when
-    the same step waits in several foreach items; ``status(...).waiting_for`` lists them. An
-    answer that no waiting step takes is recorded as ignored, with the reason.
+    For a workflow, `step` is the step's name, or the memo key of the one waiting
+    (``orders[2].approve``) when the same step waits in several foreach items
+    (``status(...).waiting_for`` lists them); `answer` (checked against the step's
+    `answer_schema`) becomes its output. For an agent (`AgentSpec.ask_user`), `step` is the
+    asking call's id (``status(...).questions``); `answer` becomes the call's result, and a
+    question with options takes only one of them (`InvalidAnswer` otherwise, and nothing is
+    sent). An answer that nothing waiting takes is recorded as ignored, with the reason.
     """
     authorize(store, "answer", run_id, function="answer")
+    asked = readable_status(run_id, await store.read(run_id)).questions
+    question = next((q for q in asked if q.call_id == step), None)
+    if question is not None and question.options and answer not in question.options:
+        raise InvalidAnswer(run_id, step, answer, question.options)
     return await _send(store, run_id, Resume(payload=answer, call_id=step), key)
 
 

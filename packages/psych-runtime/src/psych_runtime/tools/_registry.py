@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import JsonValue
 
 from psych_core import (
+    ASK_TOOL,
     A2APeer,
     A2APeerNotConfigured,
     AgentSpec,
@@ -44,6 +45,7 @@ from psych_runtime.tools._agent import (
     workflow_definition,
     workflow_input,
 )
+from psych_runtime.tools._ask import AskUser, ask_ref
 from psych_runtime.tools._builtin_waits import builtin_refs
 from psych_runtime.tools._code import CodeFunction
 from psych_runtime.tools._context import ToolContext
@@ -281,6 +283,8 @@ class ToolRegistry:
             tool = self._bind(ref)
             if tool is not None:
                 candidates[ref.name] = tool
+        if spec.ask_user and (allowed is None or ASK_TOOL in allowed):
+            candidates[ASK_TOOL] = ResolvedTool(ask_ref(), AskUser())
         return _narrowed(candidates, scope, policy)
 
     def _resolve_workflow(
