@@ -19,7 +19,7 @@ from psych_core._json_schema import OUTPUT_KEYWORDS, schema_problems, validation
 from psych_core._messages import ToolCall
 from psych_core._records import StepsPlanned
 from psych_core._spec import AgentSpec, AgentTool, WorkflowTool
-from psych_core._state import CallPhase, CallState, RunState, WaitingReason
+from psych_core._state import CallPhase, CallState, RunState, WaitingReason, call_key
 from psych_core._workflow_plan import plan_round
 from psych_core._workflow_spec import BUILTIN_TOOLS, WorkflowSpec
 
@@ -338,15 +338,19 @@ def _guard(state: RunState, spec: AgentSpec, now: dt.datetime) -> Action | None:
             f"{spec.name!r} deadline={spec.deadline:g} s from its admission)",
         )
     limit = spec.max_identical_calls
-    if limit is not None and state.most_repeated is not None and state.most_repeated[1] > limit:
-        name, times = state.most_repeated
-        return _ended_by(
-            state,
-            "repeated_call",
-            f"run {state.run_id}: the model asked for the same call of tool {name!r} (the same "
-            f"arguments) {times} times, more than AgentSpec {spec.name!r} "
-            f"max_identical_calls={limit}",
-        )
+    if limit is not None:
+        # Only the calls the model just asked for can have gone over: an earlier excess
+        # ended the run before its calls started.
+        for open_call in state.calls:
+            times = state.call_counts.get(call_key(open_call.call), 0)
+            if open_call.phase == "requested" and times > limit:
+                return _ended_by(
+                    state,
+                    "repeated_call",
+                    f"run {state.run_id}: the model asked for the same call of tool "
+                    f"{open_call.call.name!r} (the same arguments) {times} times, more than "
+                    f"AgentSpec {spec.name!r} max_identical_calls={limit}",
+                )
     return None
 
 

@@ -7,14 +7,12 @@ the run and the seq; nothing is ever skipped silently.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from pydantic import JsonValue
 
-from psych_core._canonical import canonical_json
 from psych_core._errors import CorruptLog, FoldError, NewerLog
 from psych_core._messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from psych_core._records import (
@@ -45,7 +43,7 @@ from psych_core._records import (
     ToolsUnavailable,
 )
 from psych_core._signals import Cancel, ChildEnded, Resume, UserInput
-from psych_core._state import CallOutcome, CallPhase, CallState, RunState
+from psych_core._state import CallOutcome, CallPhase, CallState, RunState, call_key
 from psych_core._waits import resume_targets, wait_event
 from psych_core._workflow_state import EMPTY_PROGRESS, ProgressWriter
 
@@ -278,11 +276,9 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
                 state.run_id, record.seq, f"tool call {call.call_id!r} should be named {expected!r}"
             )
     usage = state.usage + body.usage if body.usage is not None else state.usage
-    counts, most = _counted(state, body.tool_calls)
     return replace(
         state,
-        call_counts=counts,
-        most_repeated=most,
+        call_counts=_counted(state.call_counts, body.tool_calls),
         next_seq=record.seq + 1,
         conversation=state.conversation.add(AssistantMessage(body.text, body.tool_calls)),
         model_calls=state.model_calls + 1,
@@ -296,31 +292,15 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
     )
 
 
-def _counted(
-    state: RunState, calls: tuple[ToolCall, ...]
-) -> tuple[Mapping[str, int], tuple[str, int] | None]:
-    """`state.call_counts` and `state.most_repeated` with `calls` counted in."""
+def _counted(counts: Mapping[str, int], calls: tuple[ToolCall, ...]) -> Mapping[str, int]:
+    """`counts` with `calls` counted in (`call_key`)."""
     if not calls:
-        return state.call_counts, state.most_repeated
-    counts = dict(state.call_counts)
-    most = state.most_repeated
+        return counts
+    added = dict(counts)
     for call in calls:
         key = call_key(call)
-        counts[key] = counts.get(key, 0) + 1
-        if most is None or counts[key] > most[1]:
-            most = (call.name, counts[key])
-    return counts, most
-
-
-def call_key(call: ToolCall) -> str:
-    """A digest of one call's tool and arguments (canonical when they are JSON), the same
-    for the same call however the model spaced or ordered its arguments."""
-    try:
-        arguments = canonical_json(json.loads(call.arguments)) if call.arguments.strip() else "{}"
-    except (ValueError, TypeError):
-        arguments = call.arguments
-    text = f"{call.name}\0{arguments}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+        added[key] = added.get(key, 0) + 1
+    return added
 
 
 def _steps_planned(state: RunState, record: Record, body: StepsPlanned) -> RunState:

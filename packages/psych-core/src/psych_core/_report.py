@@ -105,9 +105,8 @@ def status_of(state: RunState) -> RunStatus:
 
 def questions_of(state: RunState) -> tuple[Question, ...]:
     """The user's questions the run waits on: its waiting ``ask_user`` calls, as asked."""
-    if not isinstance(state.spec, AgentSpec | None) or (
-        state.spec is not None and not state.spec.ask_user
-    ):
+    spec = state.spec  # None when read without the spec (`status`): the tool's name says
+    if spec is not None and not (isinstance(spec, AgentSpec) and spec.ask_user):
         return ()
     asked: list[Question] = []
     for call in state.calls:

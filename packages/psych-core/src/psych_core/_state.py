@@ -8,6 +8,7 @@ one node and shares the rest), and nothing else in the state grows with the log.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Literal
 
 from pydantic import JsonValue
 
+from psych_core._canonical import canonical_json
 from psych_core._messages import Message, ToolCall
 from psych_core._records import RunAdmitted, ToolFailureReason
 from psych_core._spec import AgentSpec
@@ -153,7 +155,6 @@ class RunState:
             a finished call sets it back to 0.
         call_counts: how many times the model asked for each call, by a digest of its tool and
             canonical arguments (`AgentSpec.max_identical_calls`); one entry per distinct call.
-        most_repeated: the call asked for most often, as ``(tool name, times)``.
     """
 
     run_id: str
@@ -184,7 +185,6 @@ class RunState:
     workflow: WorkflowProgress | None = None
     failed_streak: int = 0
     call_counts: Mapping[str, int] = field(default_factory=dict)
-    most_repeated: tuple[str, int] | None = None
 
     @classmethod
     def empty(cls, run_id: str, spec: AgentSpec | WorkflowSpec | None = None) -> RunState:
@@ -234,3 +234,14 @@ class RunState:
             parsed: JsonValue = json.loads(self.last_text)
             return parsed
         return self.last_text
+
+
+def call_key(call: ToolCall) -> str:
+    """A digest of one call's tool and arguments (canonical when they are JSON), the same
+    for the same call however the model spaced or ordered its arguments."""
+    try:
+        arguments = canonical_json(json.loads(call.arguments)) if call.arguments.strip() else "{}"
+    except (ValueError, TypeError):
+        arguments = call.arguments
+    text = f"{call.name}\0{arguments}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
