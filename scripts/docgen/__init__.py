@@ -3,8 +3,9 @@
 the skills, CHANGELOG.md and DESIGN.md generate now.
 
 - ``docs/api.md``: the ``__all__`` of ``psych_runtime`` and of its rooms ``records``, ``ports``,
-  ``errors``, ``workflows``, ``mcp`` and ``a2a``, one section each (signatures and docstrings,
-  read with griffe), after the hand-written ``scripts/docgen/api_intro.md`` and its worked example.
+  ``errors``, ``workflows``, ``mcp``, ``a2a`` and ``conversations``, one section each
+  (signatures and docstrings, read with griffe), after the hand-written
+  ``scripts/docgen/api_intro.md`` and its worked example.
 - ``docs/guides/<skill>.md``: ``.agents/skills/<skill>/SKILL.md``.
 - ``docs/changelog.md``, ``docs/design.md``: ``CHANGELOG.md`` and ``DESIGN.md``, byte for byte.
 - ``docs/index.md``: the list of every page, hand-written ones (``docs/deployment.md``) too.

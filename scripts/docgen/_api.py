@@ -1,10 +1,11 @@
 """The API reference: every public name of Psych Runtime, room by room, with its signature and
 docstring.
 
-The public surface is seven rooms, each a module with its own ``__all__``: ``psych_runtime``
+The public surface is eight rooms, each a module with its own ``__all__``: ``psych_runtime``
 (what an app uses), ``psych_runtime.records``, ``psych_runtime.ports``, ``psych_runtime.errors``,
-``psych_runtime.workflows``, ``psych_runtime.mcp`` and ``psych_runtime.a2a``. The page has one
-section per room, and in it the comment-headed groups of that room's ``__all__``.
+``psych_runtime.workflows``, ``psych_runtime.mcp``, ``psych_runtime.a2a`` and
+``psych_runtime.conversations``. The page has one section per room, and in it the
+comment-headed groups of that room's ``__all__``.
 
 The names are read with griffe from the source (not imported), so attribute docstrings (type
 aliases, constants, dataclass fields) are found too, and a run of the generator never depends
@@ -55,6 +56,7 @@ ROOMS = (
     Room("psych_runtime.workflows", RUNTIME_SRC / "workflows.py"),
     Room("psych_runtime.mcp", RUNTIME_SRC / "mcp.py"),
     Room("psych_runtime.a2a", RUNTIME_SRC / "a2a.py"),
+    Room("psych_runtime.conversations", RUNTIME_SRC / "conversations.py"),
 )
 """The rooms, in the order the page shows them."""
 

@@ -127,8 +127,8 @@ def _index(root: Path, skills: list[SkillPage]) -> str:
         "recorded in one append-only log.",
         "",
         "- [API reference](api.md): every public name, room by room (`psych_runtime`, "
-        "`psych_runtime.records`, `.ports`, `.errors`, `.workflows`, `.mcp`, `.a2a`), with a "
-        "worked example.",
+        "`psych_runtime.records`, `.ports`, `.errors`, `.workflows`, `.mcp`, `.a2a`, "
+        "`.conversations`), with a worked example.",
     ]
     for path in sorted((root / "docs").glob("*.md")):
         page = path.relative_to(root).as_posix()

@@ -141,12 +141,12 @@ def test_every_generated_page_says_so_and_how_to_regenerate() -> None:
 
 def test_the_reference_documents_every_export_once_in_its_room() -> None:
     import psych_runtime
-    from psych_runtime import a2a, errors, mcp, ports, records, workflows
+    from psych_runtime import a2a, conversations, errors, mcp, ports, records, workflows
 
     api = generate(ROOT)["docs/api.md"]
     sections = re.split(r"^## `(psych_runtime[.\w]*)`$", api, flags=re.MULTILINE)
     by_room = dict(zip(sections[1::2], sections[2::2], strict=True))
-    rooms = (psych_runtime, records, ports, errors, workflows, mcp, a2a)
+    rooms = (psych_runtime, records, ports, errors, workflows, mcp, a2a, conversations)
     assert list(by_room) == [r.__name__ for r in rooms]
     for room in rooms:
         prefix = room.__name__.removeprefix("psych_runtime").lstrip(".")

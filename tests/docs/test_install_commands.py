@@ -174,7 +174,7 @@ def test_the_projects_psych_new_writes_turn_uvs_indexes_off() -> None:
     # that turns the indexes off keeps every uv command there to the wheelhouse.
     templates = ROOT / "packages" / "psych-cli" / "src" / "psych_cli" / "templates"
     found = sorted(templates.glob("*/pyproject.toml.tmpl"))
-    assert [p.parent.name for p in found] == ["basic", "fastapi"]
+    assert [p.parent.name for p in found] == ["basic", "fastapi", "tour"]
     for path in found:
         project = tomllib.loads(path.read_text().replace("{{project}}", "demo"))
         assert project["tool"]["uv"]["no-index"] is True, path

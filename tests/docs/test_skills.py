@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 
 import psych_runtime
-from psych_runtime import a2a, errors, mcp, ports, records, workflows
+from psych_runtime import a2a, conversations, errors, mcp, ports, records, workflows
 from scripts.docgen._skills import read_skills
 from tests.docs._blocks import ROOT
 
-ROOMS = (psych_runtime, records, ports, errors, workflows, mcp, a2a)
+ROOMS = (psych_runtime, records, ports, errors, workflows, mcp, a2a, conversations)
 EXPORTED = {name: room.__name__ for room in ROOMS for name in room.__all__}
 
 SKILLS = read_skills(ROOT)
@@ -37,7 +37,7 @@ def test_skills_cover_only_exported_names() -> None:
     wrong = [f"{s.name}: {n}" for s in SKILLS for n in s.covers if n not in EXPORTED]
     assert not wrong, (
         "skills cover names that neither psych_runtime nor its rooms (records, ports, errors, "
-        f"workflows, mcp, a2a) export: {', '.join(wrong)}; name each plain, as its room exports it "
+        f"workflows, mcp, a2a, conversations) export: {', '.join(wrong)}; name each plain, as its room exports it "
         "(Batch, not ports.Batch)"
     )
 

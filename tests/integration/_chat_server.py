@@ -41,6 +41,10 @@ class Scripted:
     # Seconds between keep-alive bytes sent after the events (a comment line) or instead of
     # the JSON body (a space, which JSON allows), until the client hangs up: never done.
     drip: float = 0.0
+    # Hold the event stream before events[hold_at] until the test sets `release` (a test in
+    # another thread or, through the server, another process holds the end of an answer).
+    hold_at: int | None = None
+    release: threading.Event | None = None
 
 
 @dataclass
@@ -120,7 +124,9 @@ class ChatServer:
         headers = {"content-type": "text/event-stream", **scripted.headers}
         await _start(send, scripted.status, headers)
         assert scripted.events is not None
-        for event in scripted.events:
+        for index, event in enumerate(scripted.events):
+            if index == scripted.hold_at and scripted.release is not None:
+                await _held(scripted.release)
             if isinstance(event, str) and event.startswith(":"):
                 line = event  # a comment line, as servers send to keep a connection alive
             else:
@@ -150,6 +156,12 @@ async def _start(send: Any, status: int, headers: dict[str, str]) -> None:
 async def _send(send: Any, status: int, headers: dict[str, str], body: bytes) -> None:
     await _start(send, status, headers)
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _held(release: threading.Event, seconds: float = 60.0) -> None:
+    """Wait for the test to set `release` (at most `seconds`, so a failed test frees the
+    server's thread)."""
+    await asyncio.to_thread(release.wait, seconds)
 
 
 async def _drip(send: Any, receive: Any, keep_alive: bytes, every: float) -> None:

@@ -269,6 +269,16 @@ def test_psych_new_demo_then_python_main_py_prints_the_three_lines(
     assert out.endswith(EXPECTED), out
 
 
+def test_the_readmes_tour_runs_every_stop_from_the_wheelhouse(
+    machine: Machine, tmp_path: Path
+) -> None:
+    readme = (ROOT / "README.md").read_text()
+    command = line(block(readme, "--template tour"), "psych new t --template tour")
+    out = machine.ok(command.split("#")[0].strip(), tmp_path)
+    assert "1. A thread" in out and "6. A workflow" in out, out
+    assert out.rstrip().endswith("'reservation': 'R-1'}}"), out
+
+
 def test_the_basic_projects_readme_commands_run_as_written(
     machine: Machine, tmp_path: Path
 ) -> None:

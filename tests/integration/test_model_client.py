@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Any
 
@@ -37,7 +37,6 @@ from tests.integration._chat_server import (
     chunk,
     completion,
     error,
-    serve,
     tool_call,
     usage,
     usage_chunk,
@@ -46,19 +45,6 @@ from tests.integration._chat_server import (
 API_KEY = "sk-test-9f8e7d6c5b4a39281706"
 
 MakeClient = Callable[..., OpenAIChatClient]
-
-
-@pytest.fixture(scope="module")
-def running_server() -> Iterator[ChatServer]:
-    with serve() as running:
-        yield running
-
-
-@pytest.fixture
-def server(running_server: ChatServer) -> Iterator[ChatServer]:
-    running_server.reset()
-    yield running_server
-    assert not running_server.replies, "a scripted reply was never asked for"
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@ what the log records, and what `report()` totals."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import json
+from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
@@ -33,26 +34,12 @@ from tests.integration._chat_server import (
     chunk,
     completion,
     error,
-    serve,
     tool_call,
     usage,
     usage_chunk,
 )
 
 SECRETS = EnvSecretResolver(["TEST_KEY"], environ={"TEST_KEY": "sk-test-runs-0123456789"})
-
-
-@pytest.fixture(scope="module")
-def running_server() -> Iterator[ChatServer]:
-    with serve() as running:
-        yield running
-
-
-@pytest.fixture
-def server(running_server: ChatServer) -> Iterator[ChatServer]:
-    running_server.reset()
-    yield running_server
-    assert not running_server.replies, "a scripted reply was never asked for"
 
 
 @pytest.fixture
@@ -305,3 +292,49 @@ async def test_tool_arguments_that_are_not_json_are_answered_and_the_run_goes_on
     answer: dict[str, Any] = server.requests[1].body["messages"][-1]
     assert answer["role"] == "tool" and answer["tool_call_id"] == "2.0"
     assert "invalid_arguments" in answer["content"]
+
+
+async def test_compaction_through_the_client_sends_a_smaller_request_with_the_summary(
+    server: ChatServer, client: OpenAIChatClient
+) -> None:
+    from psych_runtime.conversations import Compaction
+    from psych_runtime.records import ConversationCompacted
+
+    spec = make_spec(tools=True).model_copy(
+        update={
+            "compaction": Compaction(
+                threshold_tokens=1_000, keep_turns=1, model=ModelRef(model="gpt-small")
+            )
+        }
+    )
+    call = tool_call("lookup_order", {"order_id": "A1"}, "c1")
+    server.reply(completion(tool_calls=[call], finish="tool_calls", usage_=usage(700, 20)))
+    server.reply(completion("A1 has shipped. " + "Details. " * 60, usage_=usage(900, 150)))
+    server.reply(
+        completion("The user asked about order A1; it has shipped.", usage_=usage(300, 12))
+    )
+    server.reply(completion("It left the warehouse on Monday.", usage_=usage(120, 9)))
+    async with psych_runtime.session(
+        client, tools=[lookup_order], scope=psych_runtime.Scope(tenant="t")
+    ) as s:
+        first = await s.ask(spec, "Where is order A1?")
+        second = await s.ask(spec, "When did it leave?", continues=first.run_id)
+        log = await psych_runtime.read_log(s.store, second.run_id)
+        report = await psych_runtime.report(s.store, second.run_id)
+    assert second.status == "completed"
+    before, summarising, after = (r.body for r in server.requests[1:])
+    assert summarising["model"] == "gpt-small" and "tools" not in summarising
+    transcript = summarising["messages"][-1]["content"]
+    assert "USER: Where is order A1?" in transcript
+    assert "TOOL RESULT (lookup_order)" in transcript
+    # The request after compaction carries the summary and the new turn, and is smaller.
+    sent = [m.get("content") for m in after["messages"]]
+    assert any("The user asked about order A1" in (text or "") for text in sent)
+    assert sent[-1] == "When did it leave?"
+    assert len(json.dumps(after["messages"])) < len(json.dumps(before["messages"]))
+    assert not any(m.get("role") == "tool" for m in after["messages"])
+    # The log keeps every record of both runs; the summarised ones are in the first's log.
+    (compacted,) = [r.body for r in log if isinstance(r.body, ConversationCompacted)]
+    assert compacted.model == "gpt-small" and compacted.tokens == 1_050
+    assert compacted.usage is not None and compacted.usage.input == 300
+    assert report.compactions == 1

@@ -17,6 +17,7 @@ from psych_core import (
     AgentTool,
     ApprovalRequested,
     Approve,
+    AssistantMessage,
     AttemptStarted,
     Body,
     CallModel,
@@ -27,7 +28,11 @@ from psych_core import (
     ChildStarted,
     CodeTool,
     CollectChildren,
+    Compact,
+    Compaction,
+    CompactionFailed,
     Complete,
+    ConversationCompacted,
     Deny,
     DenyCalls,
     Fail,
@@ -61,7 +66,10 @@ from psych_core import (
     ToolCallSettled,
     ToolCallStarted,
     ToolCallWaiting,
+    ToolResultMessage,
+    Usage,
     UserInput,
+    UserMessage,
     fold,
     next_action,
     receive,
@@ -92,6 +100,16 @@ STRUCTURED_SPEC = SPEC.model_copy(
 )
 """`SPEC` with an output type: answers may be rejected while signals arrive."""
 
+CONVERSATION_SPEC = SPEC.model_copy(
+    update={
+        "name": "sim-conversation",
+        "ask_user": True,
+        "compaction": Compaction(threshold_tokens=40, keep_turns=1),
+    }
+)
+"""`SPEC` as a lasting conversation: a continuation (carried history, queued messages),
+questions to the user, messages on every queue, and compaction past a measured size."""
+
 
 class Simulation:
     def __init__(self, data: st.DataObject, run_id: str = "R1", spec: AgentSpec = SPEC) -> None:
@@ -101,6 +119,7 @@ class Simulation:
         self.records: list[Record] = []
         self.inbox = 0
         self.attempt = 0
+        self.conversation = spec.compaction is not None
 
     def add(self, body: Body) -> None:
         record = Record(
@@ -134,17 +153,42 @@ class Simulation:
             Resume(payload={"ok": True}),
             Cancel(reason="stop"),
             UserInput(text="also this"),
+            *(
+                [
+                    UserInput(text="and then", queue="follow_up"),
+                    UserInput(text="next time", queue="next_run"),
+                ]
+                if self.conversation
+                else []
+            ),
             ChildEnded(child_run_id=f"R1-{call_id}", call_id=call_id, status="completed"),
         ]
         return self.data.draw(st.sampled_from(options), label="signal")
 
     def run(self) -> list[Record]:
+        carried: tuple[UserMessage | AssistantMessage | ToolResultMessage, ...] = ()
+        queued: tuple[str, ...] = ()
+        if self.conversation and self.data.draw(st.booleans(), label="continues"):
+            call = ToolCall(call_id="2.0", name="safe", arguments="{}")
+            carried = (
+                UserMessage("earlier"),
+                AssistantMessage(None, (call,)),
+                ToolResultMessage("2.0", "safe", "ok"),
+                AssistantMessage("answered"),
+            )
+            queued = ("kept for you",)
         self.add(
             RunAdmitted(
                 agent=self.spec.name,
                 spec_version=self.spec.version,
                 input="hi",
                 scope=Scope(tenant="t"),
+                continues="R0" if carried else None,
+                history=carried,
+                queued=queued,
+                history_tokens=self.data.draw(st.sampled_from([None, 45]), label="measured")
+                if carried
+                else None,
             )
         )
         self.claim()
@@ -168,7 +212,10 @@ class Simulation:
         draw = self.data.draw
         match action:
             case CallModel():
-                names = draw(st.lists(st.sampled_from(NAMES), max_size=3), label="calls")
+                names = draw(
+                    st.lists(st.sampled_from(NAMES + ["ask_user"] * self.conversation), max_size=3),
+                    label="calls",
+                )
                 calls = tuple(
                     ToolCall(call_id=f"{self.state.next_seq}.{i}", name=name, arguments="{}")
                     for i, name in enumerate(names)
@@ -177,7 +224,23 @@ class Simulation:
                 if self.spec.output_type is not None:
                     texts += ['{"ok": 1}', "[]"]
                 text = draw(st.sampled_from(texts), label="text")
-                self.add(ModelCallFinished(model="fake", text=text, tool_calls=calls))
+                usage = None
+                if self.conversation:
+                    size = draw(st.sampled_from([None, 10, 30, 60]), label="size")
+                    usage = None if size is None else Usage(input=size, output=5)
+                self.add(ModelCallFinished(model="fake", text=text, tool_calls=calls, usage=usage))
+            case Compact(kept_from):
+                if draw(st.booleans(), label="summarised"):
+                    self.add(
+                        ConversationCompacted(
+                            kept_from=kept_from,
+                            summary="so far",
+                            tokens=self.state.context_tokens or 0,
+                            model="fake",
+                        )
+                    )
+                else:
+                    self.add(CompactionFailed(model="fake", error="down"))
             case StartCalls(calls):
                 for call in calls:
                     if call.name == "missing":
@@ -210,7 +273,7 @@ class Simulation:
                     self.add(ToolCallSettled(call_id=call.call_id))
             case RunCalls(calls):
                 for call in calls:
-                    if call.name == "waiter":
+                    if call.name in ("waiter", "ask_user"):
                         # Sometimes a timed wait, due a few records from now: it times out
                         # unless a resume comes first.
                         ahead = draw(st.sampled_from([None, 2, 5]), label="due in")

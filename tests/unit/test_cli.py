@@ -145,6 +145,37 @@ def test_new_writes_the_fastapi_project(tmp_path: Path) -> None:
     assert 'FastAPI(title="api"' in (target / "app.py").read_text()
 
 
+def test_new_writes_the_tour_and_the_tour_runs_every_stop(tmp_path: Path) -> None:
+    target = tmp_path / "tour"
+    code, out, _ = psych("new", str(target), "--template", "tour")
+    assert code == 0, out
+    assert "python tour.py" in out
+    written = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
+    assert written == [".gitignore", "README.md", "pyproject.toml", "tour.py"]
+    done = subprocess.run(
+        [sys.executable, "tour.py"], cwd=target, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "1. A thread: a run that carries the conversation of the one before",
+        "   You said your name is Ann. (2 runs, 4 messages)",
+        "2. An approval: the run waits, holding no worker, until a person decides",
+        "   waiting: refund waits for approval (call 2.0)",
+        "   Order B7 is refunded.",
+        "3. A question: the model asks the user and waits for the answer",
+        "   asks: Which size? ['M', 'L']",
+        "   Size L it is.",
+        "4. Memory: a fact about Ann, remembered in one run, given to the next",
+        "   You wear size L. (the model was given 1 fact; the log keeps its id only)",
+        "5. A skill on demand: the model reads the playbook only when it needs it",
+        "   Would you like to exchange it first? (it read: {'name': 'returns'})",
+        "6. A workflow: fixed steps as data, with a person's answer in the middle",
+        "   waiting: ('confirm',)",
+        "   completed: {'confirmed': 'yes', 'reserved': {'item': 'blue shirt', "
+        "'reservation': 'R-1'}}",
+    ]
+
+
 def test_new_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     target = tmp_path / "demo"
     target.mkdir()
@@ -324,3 +355,39 @@ def test_a_password_in_a_store_url_is_never_printed() -> None:
     assert "mysql://app:***@db/app?colour=blue" in err
     assert "unknown option" in err
     assert "s3cret" not in out + err
+
+
+def test_inspect_says_what_a_continuation_and_a_compaction_did() -> None:
+    import datetime as dt
+
+    from psych_cli._render import summary
+    from psych_runtime import Scope
+    from psych_runtime.ports import UserMessage
+    from psych_runtime.records import (
+        Body,
+        CompactionFailed,
+        ConversationCompacted,
+        Record,
+        RunAdmitted,
+    )
+
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+    def said(body: Body) -> str:
+        return summary(Record(run_id="r", seq=0, attempt=0, at=at, body=body))
+
+    admitted = RunAdmitted(
+        agent="chat",
+        spec_version="v",
+        input="and then?",
+        scope=Scope(tenant="t"),
+        continues="PREVIOUS",
+        history=(UserMessage("hi"),),
+        queued=("p.s.",),
+    )
+    assert (
+        said(admitted) == "agent chat, input 'and then?', continues PREVIOUS (2 messages carried)"
+    )
+    compacted = ConversationCompacted(kept_from=4, summary="Ann asked.", tokens=1050, model="mini")
+    assert said(compacted) == "kept from message 4 at 1050 tokens, summary by mini: 'Ann asked.'"
+    assert said(CompactionFailed(model="mini", error="down")) == "mini: down"

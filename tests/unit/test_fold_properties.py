@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from psych_core import RunState, fold, fold_all
+from psych_core import RunState, fold, fold_all, readable_status
 from psych_runtime.errors import CorruptLog, FoldError
 from psych_runtime.records import (
     ModelCallFinished,
@@ -189,3 +189,58 @@ def test_rejected_answers_with_signals_fold_every_way(data: st.DataObject) -> No
     for turn in _rejections_per_turn(records):
         assert [body.try_number for body in turn] == list(range(1, len(turn) + 1))
         assert len(turn) <= SIGNAL_SPEC.output_retries + 1
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.integers(1, 10))
+def test_logs_with_threads_queues_questions_and_compactions_fold_every_way(
+    data: st.DataObject, chunk: int
+) -> None:
+    from psych_core import carried_history
+    from tests.unit._simulate_signals import CONVERSATION_SPEC, Simulation
+
+    records = Simulation(data, spec=CONVERSATION_SPEC).run()
+    whole = fold_all(RunState.empty("R1", CONVERSATION_SPEC), records)
+    # Any prefix folds (a reader meets the log at any point), with or without the spec, and
+    # reads as a status.
+    reader = RunState.empty("R1")
+    for end, record in enumerate(records, start=1):
+        reader = fold(reader, record)
+        if end % 9 == 0:
+            assert readable_status("R1", records[:end]).status == reader.status
+    incremental = RunState.empty("R1", CONVERSATION_SPEC)
+    for start in range(0, len(records), chunk):
+        incremental = fold_all(incremental, records[start : start + chunk])
+    _same(incremental, whole)
+    parsed = [Record.model_validate_json(r.model_dump_json()) for r in records]
+    _same(fold_all(RunState.empty("R1", CONVERSATION_SPEC), parsed), whole)
+    # Every inbox entry moved in exactly once, in order; each user message lands in exactly
+    # one place: the conversation, a waiting queue, or the next run's.
+    moved = [n for r in records if (n := getattr(r.body, "number", None)) is not None]
+    assert moved == list(range(1, len(moved) + 1))
+    sent = [
+        r.body.signal
+        for r in records
+        if isinstance(r.body, SignalReceived) and isinstance(r.body.signal, UserInput)
+    ]
+    kept = [m.text for m in sent if m.queue == "next_run"]
+    assert list(whole.next_run) == kept
+    said = sum(
+        1
+        for m in whole.conversation.messages()[whole.carried :]
+        if getattr(m, "role", "") == "user" and getattr(m, "text", "") in ("also this", "and then")
+    )
+    waiting = len(whole.pending_input) + len(whole.follow_ups)
+    assert said + waiting == len([m for m in sent if m.queue != "next_run"])
+    # What a continuation would carry never parts a tool call from its result.
+    open_ids: set[str] = set()
+    for message in carried_history(whole):
+        for call in getattr(message, "tool_calls", ()):
+            open_ids.add(call.call_id)
+        if getattr(message, "role", "") == "tool":
+            open_ids.discard(message.call_id)  # type: ignore[union-attr]
+    assert not open_ids
+    # A compaction always keeps from the start of a user turn.
+    messages = whole.conversation.messages()
+    if whole.summary is not None:
+        assert getattr(messages[whole.kept_from], "role", "") == "user"

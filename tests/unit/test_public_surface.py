@@ -1,6 +1,7 @@
-"""The public surface is seven rooms, each closed: `psych_runtime` (what an app uses),
+"""The public surface is eight rooms, each closed: `psych_runtime` (what an app uses),
 `psych_runtime.records`, `psych_runtime.ports`, `psych_runtime.errors`,
-`psych_runtime.workflows`, `psych_runtime.mcp` and `psych_runtime.a2a`."""
+`psych_runtime.workflows`, `psych_runtime.mcp`, `psych_runtime.a2a` and
+`psych_runtime.conversations`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 import psych_core
 import psych_runtime
-from psych_runtime import a2a, errors, mcp, ports, records, workflows
+from psych_runtime import a2a, conversations, errors, mcp, ports, records, workflows
 
 ROOMS: tuple[types.ModuleType, ...] = (
     psych_runtime,
@@ -27,6 +28,7 @@ ROOMS: tuple[types.ModuleType, ...] = (
     workflows,
     mcp,
     a2a,
+    conversations,
 )
 EXPORTED = {(room.__name__, name): getattr(room, name) for room in ROOMS for name in room.__all__}
 # The names psych-runtime 0.1 exported at the top (workflows came later, in its own room).

@@ -86,3 +86,33 @@ def test_only_a_spec_that_enables_it_offers_it_and_no_own_tool_may_take_its_name
         AgentSpec(
             name="a", model=ModelRef(model="m"), ask_user=True, tools=[CodeTool(name="ask_user")]
         )
+
+
+async def test_a_question_cut_off_by_a_crash_is_asked_again_never_settled_unknown() -> None:
+    import datetime as dt
+
+    import psych_core
+    from psych_runtime.records import AttemptStarted, Record, ToolCallStarted
+
+    model = FakeModel().turn(tool_calls=[("ask_user", {"question": "Which size?"})])
+    async with psych_runtime.session(model, scope=SCOPE) as s:
+        view = await s.ask(SPEC, "order a shirt")
+        records = await psych_runtime.read_log(s.store, view.run_id)
+    (started,) = [r for r in records if isinstance(r.body, ToolCallStarted)]
+    assert isinstance(started.body, ToolCallStarted)
+    assert started.body.safe_to_retry is True  # recorded by the tool itself: not in the spec
+    # A worker that died after the start, before the wait was recorded: the next attempt
+    # asks again.
+    cut = records[: records.index(started) + 1]
+    state = psych_core.fold_all(psych_core.RunState.empty(view.run_id, SPEC), cut)
+    later = Record(
+        run_id=view.run_id,
+        seq=state.next_seq,
+        attempt=state.attempt + 1,
+        at=started.at,
+        body=AttemptStarted(worker_id="w2"),
+    )
+    state = psych_core.fold(state, later)
+    action = psych_core.next_action(state, started.at + dt.timedelta(seconds=1))
+    assert isinstance(action, psych_core.RetryCalls)
+    assert [call.name for call in action.calls] == ["ask_user"]

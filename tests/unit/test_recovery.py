@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -88,12 +89,12 @@ async def test_a_model_call_lost_in_a_crash_is_repeated() -> None:
         died = False
 
         async def complete(
-            self, request: psych_runtime.ports.ModelRequest
+            self, request: psych_runtime.ports.ModelRequest, **options: Any
         ) -> psych_runtime.ports.ModelResponse:
             if not self.died:
                 self.died = True
                 raise WorkerDied
-            return await super().complete(request)
+            return await super().complete(request, **options)
 
     clock = Clock()
     store = MemoryStore(clock=clock.now)

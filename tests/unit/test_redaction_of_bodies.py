@@ -22,7 +22,7 @@ import psych_core
 from psych_runtime import Cost, EnvSecretResolver, Scope, Usage
 from psych_runtime.model.egress import Redactor, redaction_mark
 from psych_runtime.model.egress._redact import MIN_SECRET_LENGTH
-from psych_runtime.ports import ToolCall
+from psych_runtime.ports import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from psych_runtime.records import (
     ApprovalDecided,
     ApprovalRequested,
@@ -31,6 +31,8 @@ from psych_runtime.records import (
     Cancel,
     ChildFinished,
     ChildStarted,
+    CompactionFailed,
+    ConversationCompacted,
     Deny,
     EventTaken,
     ItemStarted,
@@ -93,6 +95,29 @@ def every_body_type(text: str, number: int) -> list[BaseModel]:
             scope=Scope(tenant="t", principal=text, attributes={text: text}),
             allowed_tools=(text,),
         ),
+        RunAdmitted(
+            agent="a",
+            spec_version="v1",
+            input=text,
+            scope=Scope(tenant="t"),
+            continues=text,
+            history=(
+                UserMessage(text),
+                AssistantMessage(text, (call,)),
+                ToolResultMessage("2.0", text, text, True),
+            ),
+            queued=(text,),
+        ),
+        ConversationCompacted(
+            kept_from=number,
+            summary=text,
+            tokens=number,
+            model="m",
+            usage=Usage(input=number, output=number),
+            usage_source="provider",
+            cost=Cost(amount=Decimal(number), source="provider"),
+        ),
+        CompactionFailed(model="m", error=text),
         AttemptStarted(worker_id=text),
         ModelCallFinished(
             model="m",

@@ -259,8 +259,8 @@ async def test_tools_are_resolved_again_before_every_model_call() -> None:
     class Revoking(FakeModel):
         """Takes delete_all away from the intern once the first answer is given."""
 
-        async def complete(self, request: Any) -> Any:
-            response = await model.complete(request)
+        async def complete(self, request: Any, **options: Any) -> Any:
+            response = await model.complete(request, **options)
             policy.denied_tools["intern"] = {"delete_all"}
             return response
 

@@ -164,7 +164,8 @@ def new(
             "--template",
             "-t",
             help="basic: one agent run in-process (main.py). fastapi: a web app that admits "
-            "runs, a worker process, and tests.",
+            "runs, a worker process, and tests. tour: approvals, a question, memory, skills, "
+            "a thread and a workflow, offline (tour.py).",
         ),
     ] = Template.basic,
     force: Annotated[
@@ -187,6 +188,8 @@ def new(
         _out.print(f"  cd {escape(str(name))}")
         if template is Template.basic:
             _out.print("  python main.py")
+        elif template is Template.tour:
+            _out.print("  python tour.py")
         else:
             install = 'pip install --no-index --find-links "$PSYCH_WHEELHOUSE" -e ".[dev]"'
             _out.print(f"  {install}", markup=False)

@@ -26,6 +26,9 @@ class Template(StrEnum):
     """``main.py``: one agent run in-process, on a real model when OPENAI_API_KEY is set."""
     fastapi = "fastapi"
     """A FastAPI app that admits runs and returns at once, a worker process, and tests."""
+    tour = "tour"
+    """``tour.py``: a thread, an approval, a question, memory, a skill on demand and a
+    workflow, offline."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,9 @@ def summary(record: Record) -> str:
             text = f"agent {fields['agent']}, input '{short(fields['input'], 50)}'"
             if fields.get("parent_run_id"):
                 text += f", child of {fields['parent_run_id']} ({fields['parent_call_id']})"
+            if fields.get("continues"):
+                carried = len(fields.get("history") or ()) + len(fields.get("queued") or ())
+                text += f", continues {fields['continues']} ({carried} messages carried)"
             return text
         case "attempt_started":
             return f"worker {fields['worker_id']}"
@@ -135,6 +138,13 @@ def summary(record: Record) -> str:
             return f"{fields['reason']}: {short(fields['error'])}"
         case "steps_planned":
             return _round(fields)
+        case "conversation_compacted":
+            return (
+                f"kept from message {fields['kept_from']} at {fields['tokens']} tokens, "
+                f"summary by {fields['model']}: '{short(fields['summary'], 50)}'"
+            )
+        case "compaction_failed":
+            return f"{fields['model']}: {short(fields['error'])}"
         case "run_completed":
             return f"output {short(fields['output'])}" if fields.get("output") is not None else ""
         case _:

@@ -12,6 +12,7 @@ from psych_core._actions import (
     CallModel,
     CancelRun,
     CollectChildren,
+    Compact,
     Complete,
     Decision,
     DenyCalls,
@@ -44,12 +45,14 @@ from psych_core._errors import (
     IdempotencyConflict,
     InboxPending,
     InvalidAnswer,
+    InvalidFact,
     LeaseExpired,
     LeaseLost,
     McpServerNotConfigured,
     ModelError,
     NewerLog,
     NotAwaitingApproval,
+    NotContinuable,
     NotReplayable,
     OutputUnavailable,
     PolicyDenied,
@@ -86,6 +89,8 @@ from psych_core._records import (
     Body,
     ChildFinished,
     ChildStarted,
+    CompactionFailed,
+    ConversationCompacted,
     ModelCallFailed,
     ModelCallFinished,
     Offloaded,
@@ -129,16 +134,21 @@ from psych_core._signals import (
     Resume,
     Signal,
     UserInput,
+    UserQueue,
 )
+from psych_core._skills import LOAD_SKILL_TOOL
 from psych_core._spec import (
     ASK_TOOL,
+    FORGET_TOOL,
     MCP_SEPARATOR,
+    REMEMBER_TOOL,
     A2APeer,
     AgentSpec,
     AgentTool,
     ApprovalRule,
     ArgRule,
     CodeTool,
+    Compaction,
     Comparison,
     HttpMethod,
     HttpTool,
@@ -160,6 +170,7 @@ from psych_core._state import (
     WaitingReason,
 )
 from psych_core._templates import UrlTemplate, placeholders
+from psych_core._threads import Thread, ThreadMessage, carried_history, own_messages
 from psych_core._usage import Cost, CostSource, Usage, UsageSource
 from psych_core._waits import resume_target, resume_targets, wait_event
 from psych_core._workflow_events import (
@@ -262,10 +273,13 @@ from psych_core.ports import (
     ExecRequest,
     ExecResult,
     ExecTally,
+    Fact,
     Grade,
     Guarantee,
     IsolationLevel,
     LimitName,
+    LiveChannel,
+    LiveText,
     ModelClient,
     ModelFailure,
     ModelRequest,
@@ -286,12 +300,16 @@ from psych_core.ports import (
     SecretResolver,
     Store,
     StoreLimits,
+    TextSink,
+    TextStreamingModel,
     ToolDefinition,
+    UserMemory,
     blob_ref,
     is_blob_ref,
     level_at_least,
     level_guarantees,
     level_reached,
+    streams_text,
     withhold_unmet,
 )
 
@@ -302,6 +320,7 @@ __all__ = [
     "ApprovalRule",
     "ArgRule",
     "CodeTool",
+    "Compaction",
     "Comparison",
     "HttpMethod",
     "HttpTool",
@@ -374,6 +393,11 @@ __all__ = [
     "ToolCall",
     "ToolResultMessage",
     "UserMessage",
+    # threads
+    "Thread",
+    "ThreadMessage",
+    "carried_history",
+    "own_messages",
     # signals
     "Approve",
     "Cancel",
@@ -383,6 +407,7 @@ __all__ = [
     "Resume",
     "Signal",
     "UserInput",
+    "UserQueue",
     # records
     "SCHEMA_VERSION",
     "ApprovalDecided",
@@ -391,6 +416,8 @@ __all__ = [
     "Body",
     "ChildFinished",
     "ChildStarted",
+    "CompactionFailed",
+    "ConversationCompacted",
     "ModelCallFailed",
     "ModelCallFinished",
     "Offloaded",
@@ -453,6 +480,7 @@ __all__ = [
     "CallModel",
     "CancelRun",
     "CollectChildren",
+    "Compact",
     "Complete",
     "Decision",
     "DenyCalls",
@@ -555,6 +583,12 @@ __all__ = [
     "PolicyAction",
     "blob_ref",
     "is_blob_ref",
+    # live text
+    "LiveChannel",
+    "LiveText",
+    "TextSink",
+    "TextStreamingModel",
+    "streams_text",
     # errors
     "BlobNotFound",
     "Conflict",
@@ -570,6 +604,7 @@ __all__ = [
     "LeaseExpired",
     "ModelError",
     "NotAwaitingApproval",
+    "NotContinuable",
     "NotReplayable",
     "OutputUnavailable",
     "PolicyDenied",
@@ -591,4 +626,12 @@ __all__ = [
     "ASK_TOOL",
     "InvalidAnswer",
     "Question",
+    # user memory
+    "FORGET_TOOL",
+    "REMEMBER_TOOL",
+    "Fact",
+    "InvalidFact",
+    "UserMemory",
+    # agent skills
+    "LOAD_SKILL_TOOL",
 ]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
+from psych_core._compaction import cut_point
 from psych_core._errors import SpecError
 from psych_core._json_schema import OUTPUT_KEYWORDS, schema_problems, validation_errors
 from psych_core._messages import ToolCall
@@ -27,6 +28,14 @@ from psych_core._workflow_spec import BUILTIN_TOOLS, WorkflowSpec
 @dataclass(frozen=True, slots=True)
 class CallModel:
     """Effect: send the conversation to the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """Effect: summarise the conversation before `kept_from` (`AgentSpec.compaction`); the
+    messages from `kept_from` on are kept as they are."""
+
+    kept_from: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,10 +191,10 @@ Decision = (
 )
 """The actions that only write records; the worker stages them into the batch it is building."""
 
-Action = CallModel | RunCalls | CollectChildren | Decision | Finished
+Action = CallModel | Compact | RunCalls | CollectChildren | Decision | Finished
 """Anything `next_action` can return."""
 
-Effect = CallModel | RunCalls | CollectChildren
+Effect = CallModel | Compact | RunCalls | CollectChildren
 """The actions that touch the world; the worker commits its batch before each."""
 
 
@@ -318,6 +327,15 @@ def _agent_action(state: RunState, spec: AgentSpec) -> Action:
             f"a final answer, reaching AgentSpec {spec.name!r} max_turns={spec.max_turns}; "
             "raise max_turns or check why the model keeps calling tools",
         )
+    compaction = spec.compaction
+    if (
+        compaction is not None
+        and state.context_tokens is not None
+        and state.context_tokens >= compaction.threshold_tokens
+    ):
+        kept_from = cut_point(state.conversation.messages(), state.kept_from, compaction.keep_turns)
+        if kept_from is not None:
+            return Compact(kept_from)
     return CallModel()
 
 

@@ -9,7 +9,9 @@
     │   ├── CorruptLog            the log contradicts itself (a gap, a repeat, an orphan outcome)
     │   └── NewerLog              the log was written by a newer psych-core than this one
     ├── RunNotFound               no such run in this scope (another tenant's run looks the same)
+    ├── NotContinuable            a run cannot be continued: still going, a workflow, continued
     ├── NotAwaitingApproval       approve/deny named a call that is not waiting for a decision
+    ├── InvalidFact               a fact to remember is empty or too long; nothing was stored
     ├── NotReplayable             replay or workflow_view named a run or a step they cannot use
     ├── OutputUnavailable         a run's output cannot be read as the model asked for
     ├── ModelError                the model client failed to produce a turn
@@ -194,6 +196,17 @@ class RunNotFound(PsychError, LookupError):
         )
 
 
+class NotContinuable(PsychError, ValueError):
+    """``dispatch(..., continues=run_id)`` named a run that cannot be continued now: one still
+    going, a workflow run, or one another run continues already (`continuation`)."""
+
+    def __init__(self, run_id: str, reason: str, continuation: str | None = None) -> None:
+        self.run_id = run_id
+        self.reason = reason
+        self.continuation = continuation
+        super().__init__(f"run {run_id} cannot be continued: {reason}; nothing was admitted")
+
+
 class NotReplayable(PsychError, ValueError):
     """`replay` (or `workflow_view`) named a run or a step it cannot use: an agent's run, a
     run that has not ended, a step the workflow does not have."""
@@ -227,6 +240,14 @@ class InvalidAnswer(PsychError, ValueError):
         super().__init__(
             f"run {run_id}: question {call_id} takes one of {list(options)}, not {answer!r}"
         )
+
+
+class InvalidFact(PsychError, ValueError):
+    """A fact given to `UserMemory.remember` is empty or too long; nothing was stored."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(problem)
 
 
 class ModelError(PsychError):

@@ -22,6 +22,8 @@ from psych_core._records import (
     AttemptStarted,
     ChildFinished,
     ChildStarted,
+    CompactionFailed,
+    ConversationCompacted,
     ModelCallFailed,
     ModelCallFinished,
     Offloaded,
@@ -44,6 +46,7 @@ from psych_core._records import (
 )
 from psych_core._signals import Cancel, ChildEnded, Resume, UserInput
 from psych_core._state import CallOutcome, CallPhase, CallState, RunState, call_key
+from psych_core._usage import Usage
 from psych_core._waits import resume_targets, wait_event
 from psych_core._workflow_state import EMPTY_PROGRESS, ProgressWriter
 
@@ -176,6 +179,10 @@ def fold(state: RunState, record: Record) -> RunState:
             )
         case OutputRejected():
             return _output_rejected(state, record, body)
+        case ConversationCompacted():
+            return _compacted(state, record, body)
+        case CompactionFailed():
+            return replace(state, next_seq=n, context_tokens=None)
         case RunCompleted():
             if state.workflow is not None:
                 if state.open_calls:
@@ -246,13 +253,21 @@ def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
             record.seq,
             f"run was admitted with spec {body.spec_version}, not {state.spec.version}",
         )
+    conversation = state.conversation
+    for message in body.history:
+        conversation = conversation.add(message)
+    carried = len(conversation)
+    for text in body.queued:
+        conversation = conversation.add(UserMessage(text))
     return replace(
         state,
         next_seq=1,
         admitted=body,
         admitted_at=record.at,
         status="queued",
-        conversation=state.conversation.add(UserMessage(body.input)),
+        carried=carried,
+        context_tokens=body.history_tokens,
+        conversation=conversation.add(UserMessage(body.input)),
         turns=1,
     )
 
@@ -276,7 +291,7 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
                 state.run_id, record.seq, f"tool call {call.call_id!r} should be named {expected!r}"
             )
     usage = state.usage + body.usage if body.usage is not None else state.usage
-    return replace(
+    state = replace(
         state,
         call_counts=_counted(state.call_counts, body.tool_calls),
         next_seq=record.seq + 1,
@@ -288,6 +303,46 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
         last_text=body.text,
         last_model_seq=record.seq,
         answered=not body.tool_calls,
+        usage=usage,
+        context_tokens=None if body.usage is None else context_size(body.usage),
+    )
+    if state.answered and state.follow_ups:
+        # Follow-ups waited for this answer: the run goes on with them instead of completing.
+        for text in state.follow_ups:
+            state = _new_turn(state, text)
+        state = replace(state, follow_ups=())
+    return state
+
+
+def context_size(usage: Usage) -> int:
+    """The conversation's size a call's usage measures: every input token (cached or not)
+    and the output, which the next request carries too."""
+    return usage.input + usage.cache_read + usage.cache_write + usage.cache_write_1h + usage.output
+
+
+def _compacted(state: RunState, record: Record, body: ConversationCompacted) -> RunState:
+    if state.workflow is not None or state.open_calls:
+        raise CorruptLog(
+            state.run_id, record.seq, "conversation_compacted while a tool call is open"
+        )
+    messages = state.conversation.messages()
+    if not state.kept_from < body.kept_from < len(messages) or not isinstance(
+        messages[body.kept_from], UserMessage
+    ):
+        raise CorruptLog(
+            state.run_id,
+            record.seq,
+            f"conversation_compacted keeps from message {body.kept_from}, which does not open "
+            f"a user turn after message {state.kept_from}",
+        )
+    usage = state.usage + body.usage if body.usage is not None else state.usage
+    return replace(
+        state,
+        next_seq=record.seq + 1,
+        summary=body.summary,
+        kept_from=body.kept_from,
+        context_tokens=None,
+        compactions=state.compactions + 1,
         usage=usage,
     )
 
@@ -489,6 +544,12 @@ def _signal(state: RunState, record: Record, body: SignalReceived) -> RunState:
             raise CorruptLog(state.run_id, record.seq, f"resume received, but {why}")
         case Cancel(reason=reason):
             return replace(state, next_seq=n, cancel=reason)
+        case UserInput(text=text, queue="next_run"):
+            return replace(state, next_seq=n, next_run=(*state.next_run, text))
+        case UserInput(text=text, queue="follow_up"):
+            if state.answered and not state.open_calls:
+                return replace(_new_turn(state, text), next_seq=n)
+            return replace(state, next_seq=n, follow_ups=(*state.follow_ups, text))
         case UserInput(text=text):
             if state.open_calls:
                 return replace(state, next_seq=n, pending_input=(*state.pending_input, text))

@@ -19,7 +19,7 @@ from pydantic import (
     model_serializer,
 )
 
-from psych_core._messages import ToolCall
+from psych_core._messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from psych_core._scope import Scope
 from psych_core._signals import Signal
 from psych_core._usage import Cost, Usage, UsageSource
@@ -27,6 +27,11 @@ from psych_core._workflow_events import ReplayOf, StepCall, StepEvent
 
 SCHEMA_VERSION = 1
 """The version of the record format this package writes; carried by every `RunAdmitted`."""
+
+CarriedMessage = Annotated[
+    UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
+]
+"""One message of the conversation a continuation carries (`RunAdmitted.history`)."""
 
 
 class _Body(BaseModel):
@@ -43,6 +48,14 @@ class RunAdmitted(_Body):
     the version does not change): `breakpoints` (step names or memo keys it pauses before)
     and `step_mode` (it pauses before every step). A run admitted by `replay` names the run
     it replays and the steps it copies from it (`replay_of`).
+
+    A continuation (``dispatch(..., continues=run_id)``) names the run it continues
+    (`continues`) and carries its conversation (`history`: what that run's next model request
+    would have been built from, so a compacted run hands on its summary, not its whole past),
+    then the messages that run kept for the next run of its thread (`queued`), which come
+    before `input`, and the size the provider last measured its conversation at
+    (`history_tokens`, for `AgentSpec.compaction`; None when unmeasured). Left out of the
+    JSON when empty.
     """
 
     type: Literal["run_admitted"] = "run_admitted"
@@ -57,6 +70,20 @@ class RunAdmitted(_Body):
     breakpoints: tuple[str, ...] = ()
     step_mode: bool = False
     replay_of: ReplayOf | None = None
+    continues: str | None = None
+    history: tuple[CarriedMessage, ...] = ()
+    queued: tuple[str, ...] = ()
+    history_tokens: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_thread_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A run that continues nothing writes what it wrote before threads existed: the log
+        # stays as small, and a worker that predates threads still reads it.
+        data: dict[str, Any] = handler(self)
+        for name in ("continues", "history", "queued", "history_tokens"):
+            if name in data and not data[name]:
+                del data[name]
+        return data
 
 
 class AttemptStarted(_Body):
@@ -67,7 +94,12 @@ class AttemptStarted(_Body):
 
 
 class ModelCallFinished(_Body):
-    """The model answered. Its tool calls are named ``"{seq}.{i}"`` after this record's seq."""
+    """The model answered. Its tool calls are named ``"{seq}.{i}"`` after this record's seq.
+
+    `recalled` holds the ids of the user's facts (`UserMemory`) the request was given, for a
+    spec with ``memory=True``: only ids, never a fact's text, so that erasing a user's memory
+    leaves none of it in logs. Left out of the JSON when empty.
+    """
 
     type: Literal["model_call_finished"] = "model_call_finished"
     model: str
@@ -77,6 +109,14 @@ class ModelCallFinished(_Body):
     usage_source: UsageSource = "missing"
     cost: Cost | None = None
     finish_reason: str | None = None
+    recalled: tuple[str, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_empty_recall(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("recalled", True):
+            del data["recalled"]
+        return data
 
 
 class ModelCallFailed(_Body):
@@ -276,6 +316,41 @@ class StepsPlanned(_Body):
     starts: int = Field(default=0, ge=0)
 
 
+class ConversationCompacted(_Body):
+    """The conversation was summarised (`AgentSpec.compaction`): the next model requests are
+    built from `summary` followed by the messages from `kept_from` on.
+
+    The records summarised stay in the log; only what the model is sent changes.
+
+    Attributes:
+        kept_from: the index, in the run's whole conversation (carried history included), of
+            the first message kept as it is; always the start of a user turn, so a tool call
+            is never parted from its result.
+        summary: what the summarising model wrote.
+        tokens: the conversation's size that made it compact: the input and output tokens the
+            provider reported for the last model call.
+        model, usage, usage_source, cost: the summarising call, as for `ModelCallFinished`.
+    """
+
+    type: Literal["conversation_compacted"] = "conversation_compacted"
+    kept_from: int = Field(ge=0)
+    summary: str
+    tokens: int = Field(ge=0)
+    model: str
+    usage: Usage | None = None
+    usage_source: UsageSource = "missing"
+    cost: Cost | None = None
+
+
+class CompactionFailed(_Body):
+    """The summarising call failed: the run goes on with its whole conversation, and does not
+    try again before its next model call has measured the conversation anew."""
+
+    type: Literal["compaction_failed"] = "compaction_failed"
+    model: str
+    error: str
+
+
 class RunCompleted(_Body):
     """The run ended with an answer: the text of the last `ModelCallFinished`, or, for a
     workflow, its `output`."""
@@ -287,8 +362,10 @@ class RunCompleted(_Body):
 class ToolsUnavailable(_Body):
     """A tool source could not be reached for a turn that goes on without its tools.
 
-    Written before the model call of that turn, for an optional MCP server (``McpServer``
-    with ``required=False``): `source` names it (``"mcp:github"``), `error` says what failed.
+    Written before the model call of that turn, for an optional MCP server or A2A peer
+    (``McpServer`` with ``required=False``; `source` ``"mcp:github"``), or for the user
+    memory (`source` ``"memory"``: a spec with ``memory=True`` on a runtime without one, or a
+    recall that failed); `error` says what failed.
     """
 
     type: Literal["tools_unavailable"] = "tools_unavailable"
@@ -366,6 +443,8 @@ Body = Annotated[
     | ChildStarted
     | ChildFinished
     | OutputRejected
+    | ConversationCompacted
+    | CompactionFailed
     | StepsPlanned
     | RunCompleted
     | RunFailed

@@ -18,6 +18,8 @@ from psych_core._records import (
     ApprovalDecided,
     ApprovalRequested,
     ChildStarted,
+    CompactionFailed,
+    ConversationCompacted,
     ModelCallFailed,
     ModelCallFinished,
     OutputRejected,
@@ -195,7 +197,8 @@ class Totals(_View):
     """What a run used and cost.
 
     Attributes:
-        usage: tokens summed over every model call whose usage is known.
+        usage: tokens summed over every model call whose usage is known (the calls that
+            summarised a compacted conversation among them).
         usage_sources: how many model calls reported usage from each source; ``missing``
             calls add nothing to `usage`, so a total with missing calls is a lower bound.
         cost: the summed cost of the model calls that answered, or None while any of them is
@@ -203,7 +206,8 @@ class Totals(_View):
             or when no call answered at all: with nothing a provider or a price table said,
             there is no cost to show, and never a made-up 0.
         unpriced_calls: how many model calls have no known cost.
-        failed_calls: how many model call attempts failed (one `ModelCallFailed` each). They
+        failed_calls: how many model call attempts failed (one `ModelCallFailed` each, and
+            one `CompactionFailed` per summarising call that failed). They
             add no usage and no cost: most never reached a provider (refused by the egress,
             no connection), and the rest reported neither.
     """
@@ -244,6 +248,9 @@ class Report(_View):
             again after each, unless the run then failed with reason ``invalid_output``.
         steps: a workflow run's steps, one row per try, in the order they started (each
             try's call is in `tool_calls` too); empty for an agent run.
+        continues: the run this one continues in its thread, if any.
+        compactions: how many times its conversation was compacted (`AgentSpec.compaction`);
+            every record summarised is still in the log and in this report.
     """
 
     run_id: str
@@ -261,6 +268,8 @@ class Report(_View):
     children: tuple[str, ...] = ()
     rejected_outputs: tuple[RejectedOutput, ...] = ()
     steps: tuple[StepTry, ...] = ()
+    continues: str | None = None
+    compactions: int = 0
     attempts: int
     started_at: dt.datetime
     ended_at: dt.datetime | None = None
@@ -314,7 +323,16 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
                         "arguments": _arguments(step_call.arguments),
                         "outcome": "pending",
                     }
-            case ModelCallFailed():
+            case ConversationCompacted():
+                # The summarising call is a model call like any other: it uses and costs.
+                if body.usage is not None:
+                    usage = usage + body.usage
+                sources[body.usage_source] = sources.get(body.usage_source, 0) + 1
+                if body.cost is None:
+                    unpriced += 1
+                else:
+                    costs.append(body.cost)
+            case ModelCallFailed() | CompactionFailed():
                 failed += 1
             case ToolCallStarted():
                 entry = calls[body.call_id]
@@ -380,6 +398,8 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
         children=tuple(children),
         rejected_outputs=tuple(rejected),
         steps=steps,
+        continues=admitted.continues,
+        compactions=state.compactions,
         attempts=state.attempt,
         started_at=started_at,
         ended_at=last_at if state.ended else None,

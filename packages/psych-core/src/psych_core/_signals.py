@@ -8,9 +8,16 @@ records carrying the entry's number), at a step boundary, in order: so each log 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 
 class _Signal(BaseModel):
@@ -62,11 +69,32 @@ class Cancel(_Signal):
     by: str | None = None
 
 
+UserQueue = Literal["steer", "follow_up", "next_run"]
+"""What a user message sent to a run is for (`UserInput.queue`):
+
+- ``steer``: the model reads it before its next call in this run, once every tool call of its
+  current turn has its result (never between a call and its result).
+- ``follow_up``: it waits until the model has answered everything before it, then becomes the
+  next user message: the run goes on instead of completing.
+- ``next_run``: never delivered to this run; kept for the run that continues it
+  (``dispatch(..., continues=run_id)``), ahead of that run's input.
+"""
+
+
 class UserInput(_Signal):
-    """A message from the user, which the model sees at its next turn."""
+    """A message from the user; `queue` says when the model reads it (`UserQueue`)."""
 
     kind: Literal["user_input"] = "user_input"
     text: str
+    queue: UserQueue = "steer"
+
+    @model_serializer(mode="wrap")
+    def _without_default_queue(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A steer is written as user messages were before queues existed.
+        data: dict[str, Any] = handler(self)
+        if data.get("queue") == "steer":
+            del data["queue"]
+        return data
 
 
 class ChildEnded(_Signal):

@@ -5,11 +5,20 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from psych_core._canonical import canonical_json, spec_version
 from psych_core._isolation import Guarantee, IsolationLevel, Network
 from psych_core._json_schema import schema_problems
+from psych_core._skills import LOAD_SKILL_TOOL, checks_links, skills_problem, skills_prompt
 from psych_core._templates import UrlTemplate, placeholders
 
 if TYPE_CHECKING:
@@ -38,6 +47,30 @@ class ModelRef(_Frozen):
     fallbacks: tuple[str, ...] = ()
     temperature: float | None = None
     max_output_tokens: int | None = Field(default=None, gt=0)
+
+
+class Compaction(_Frozen):
+    """When and how an agent's conversation is compacted.
+
+    Before a model call, when the last call's reported size (input plus output tokens, as the
+    provider measured them) has reached `threshold_tokens`, the older turns are summarised by
+    `model` and the next requests are built from the summary plus the `keep_turns` most recent
+    user turns, kept as they are. A call whose usage the provider did not report measures
+    nothing, so it never triggers a compaction.
+
+    Attributes:
+        threshold_tokens: the size, in tokens, at which the conversation is compacted.
+        keep_turns: how many of the latest user turns (a user message and everything after it
+            up to the next) stay word for word; the current turn is always one of them.
+        model: the model that writes the summary (a cheaper one, say); None for the agent's.
+        instructions: what the summarising model is told; None for the built-in ones
+            (``psych_core._compaction.SUMMARY_INSTRUCTIONS``).
+    """
+
+    threshold_tokens: int = Field(gt=0)
+    keep_turns: int = Field(default=1, ge=1)
+    model: ModelRef | None = None
+    instructions: str | None = None
 
 
 class ArgRule(_Frozen):
@@ -577,19 +610,42 @@ ToolRef = Annotated[
 class Skill(_Frozen):
     """A named piece of instructions an agent can be given.
 
+    A skill is inlined in the agent's system prompt, under its name as a heading. An
+    `on_demand` skill is not: the prompt lists it by name and description, and the model
+    reads it with the built-in tool ``load_skill`` (`LOAD_SKILL_TOOL`) when it needs it.
+
+    Instructions may link to another skill of the same spec with a markdown link whose target
+    is ``skill:NAME`` (``see [refunds](skill:refunds)``); each such link must name a skill of
+    the spec, which is checked when the spec is built.
+
     Attributes:
-        name: a short identifier.
-        description: one line saying when the skill applies.
-        instructions: the text added to the agent's instructions.
+        name: a short identifier; an on-demand skill's is 1 to 64 lowercase letters, digits,
+            ``-`` or ``_``, and no other skill of the spec has it.
+        description: one line saying when the skill applies; required for an on-demand skill.
+        instructions: the text added to the agent's instructions (or, on demand, loaded).
+        on_demand: list the skill in the prompt and let the model load it, instead of
+            inlining it.
     """
 
     name: str = Field(min_length=1)
     description: str = ""
     instructions: str
+    on_demand: bool = False
+
+    @property
+    def section(self) -> str:
+        """The skill as the model reads it: its name as a heading, then its instructions."""
+        return f"## {self.name}\n{self.instructions}"
 
 
 ASK_TOOL = "ask_user"
 """The name of the built-in tool an `AgentSpec` with ``ask_user=True`` offers the model."""
+
+REMEMBER_TOOL = "remember"
+"""The built-in tool an `AgentSpec` with ``memory=True`` offers to remember a fact."""
+
+FORGET_TOOL = "forget"
+"""The built-in tool an `AgentSpec` with ``memory=True`` offers to forget a fact."""
 
 
 class AgentSpec(_Frozen):
@@ -600,7 +656,8 @@ class AgentSpec(_Frozen):
         instructions: the system instructions.
         model: which model serves it.
         tools: the tools it may call.
-        skills: extra instructions, added after `instructions`.
+        skills: extra instructions, added after `instructions`; an on-demand skill only by
+            name and description, for the model to load (`Skill`).
         output_type: a JSON schema the final answer must satisfy (a pydantic model class is
             turned into its schema); None for plain text.
         max_turns: how many times the model may be called while answering one user message.
@@ -620,10 +677,19 @@ class AgentSpec(_Frozen):
         max_identical_calls: how many times the model may ask for the same call (one tool,
             the same arguments) in one run; asking once more fails the run with reason
             ``repeated_call`` before that call starts. None for no limit.
+        compaction: when and how the conversation is summarised once it grows past a size
+            measured by the provider (`Compaction`); None never compacts. The records
+            summarised stay in the log; the model is sent the summary and the recent turns.
         ask_user: offer the model the built-in tool ``ask_user`` (`ASK_TOOL`): a question to
             the user, free text or one of a few options; the run waits for the answer holding
             no worker (``status(...).questions``), and ``answer(store, run_id, call_id,
             answer)`` gives it back as the call's result.
+        memory: offer the model the built-in tools ``remember`` (`REMEMBER_TOOL`) and
+            ``forget`` (`FORGET_TOOL`), and before each model call add the facts remembered
+            about the run's end user (``Scope.principal``, within its tenant) to the
+            instructions, each with its id. Facts are kept by the runtime's `UserMemory`
+            (``Runtime(memory=...)``), not in the spec or the log: the log records only the
+            ids of the facts each model call was given.
     """
 
     name: str = Field(min_length=1)
@@ -637,7 +703,9 @@ class AgentSpec(_Frozen):
     deadline: float | None = Field(default=None, gt=0)
     max_failed_calls: int | None = Field(default=None, gt=0)
     max_identical_calls: int | None = Field(default=None, gt=0)
+    compaction: Compaction | None = None
     ask_user: bool = False
+    memory: bool = False
 
     @field_validator("output_type", mode="before")
     @classmethod
@@ -658,6 +726,24 @@ class AgentSpec(_Frozen):
                 f"AgentSpec {self.name!r} has ask_user=True, whose built-in tool is named "
                 f"{ASK_TOOL!r}: rename its own tool {ASK_TOOL!r}"
             )
+        clash = sorted(seen & {REMEMBER_TOOL, FORGET_TOOL}) if self.memory else []
+        if clash:
+            raise ValueError(
+                f"AgentSpec {self.name!r} has memory=True, whose built-in tools are named "
+                f"{REMEMBER_TOOL!r} and {FORGET_TOOL!r}: rename its own tool(s) {clash}"
+            )
+        if LOAD_SKILL_TOOL in seen and any(skill.on_demand for skill in self.skills):
+            raise ValueError(
+                f"AgentSpec {self.name!r} has on-demand skills, whose built-in tool is named "
+                f"{LOAD_SKILL_TOOL!r}: rename its own tool {LOAD_SKILL_TOOL!r}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_skills(self, info: ValidationInfo) -> AgentSpec:
+        problem = skills_problem(self.name, self.skills, links=checks_links(info.context))
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property
@@ -682,9 +768,10 @@ class AgentSpec(_Frozen):
 
     @property
     def system_prompt(self) -> str:
-        """The instructions followed by each skill's instructions."""
+        """The instructions, then each inline skill's under its name, then the list of the
+        on-demand skills (name and description) the model may load with ``load_skill``."""
         parts = [self.instructions] if self.instructions else []
-        parts.extend(f"## {skill.name}\n{skill.instructions}" for skill in self.skills)
+        parts.extend(skills_prompt(self.skills))
         return "\n\n".join(parts)
 
 

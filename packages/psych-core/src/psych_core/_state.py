@@ -17,7 +17,8 @@ from typing import Literal
 from pydantic import JsonValue
 
 from psych_core._canonical import canonical_json
-from psych_core._messages import Message, ToolCall
+from psych_core._compaction import SUMMARY_PREFIX
+from psych_core._messages import Message, ToolCall, UserMessage
 from psych_core._records import RunAdmitted, ToolFailureReason
 from psych_core._spec import AgentSpec
 from psych_core._usage import Usage
@@ -155,6 +156,19 @@ class RunState:
             a finished call sets it back to 0.
         call_counts: how many times the model asked for each call, by a digest of its tool and
             canonical arguments (`AgentSpec.max_identical_calls`); one entry per distinct call.
+        carried: how many messages at the start of `conversation` a continuation carried from
+            the run it continues (`RunAdmitted.history`); the rest, from the messages that run
+            kept for it (`queued`) on, are its own.
+        follow_ups: user messages sent as ``follow_up`` that wait for the model's answer to
+            everything before them.
+        next_run: user messages sent as ``next_run``, kept for the run that continues this one.
+        context_tokens: the conversation's size as the provider measured it on the last model
+            call (input, cached input and output tokens); None when unmeasured (no call yet,
+            a call without reported usage, or just after a compaction).
+        summary: the summary of the compacted part of the conversation, once compacted.
+        kept_from: the index in `conversation` of the first message sent as it is after the
+            summary (0 before any compaction).
+        compactions: how many times the conversation was compacted.
     """
 
     run_id: str
@@ -185,6 +199,13 @@ class RunState:
     workflow: WorkflowProgress | None = None
     failed_streak: int = 0
     call_counts: Mapping[str, int] = field(default_factory=dict)
+    carried: int = 0
+    follow_ups: tuple[str, ...] = ()
+    next_run: tuple[str, ...] = ()
+    context_tokens: int | None = None
+    summary: str | None = None
+    kept_from: int = 0
+    compactions: int = 0
 
     @classmethod
     def empty(cls, run_id: str, spec: AgentSpec | WorkflowSpec | None = None) -> RunState:
@@ -200,6 +221,14 @@ class RunState:
     def last_seq(self) -> int:
         """The seq of the last folded record, -1 before any."""
         return self.next_seq - 1
+
+    def request_messages(self) -> tuple[Message, ...]:
+        """The messages the next model request is built from: the whole conversation, or,
+        once compacted, the summary followed by the messages kept since."""
+        messages = self.conversation.messages()
+        if self.summary is None:
+            return messages
+        return (UserMessage(SUMMARY_PREFIX + self.summary), *messages[self.kept_from :])
 
     @property
     def open_calls(self) -> bool:

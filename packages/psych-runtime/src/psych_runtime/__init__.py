@@ -16,6 +16,7 @@ in rooms of its own, each with its `__all__`:
   `McpHttp` in the `Runtime`).
 - `psych_runtime.a2a`: Agent2Agent peers as tool sources (`A2APeer` in a spec, `A2AHttp` in
   the `Runtime`), and runs served to A2A clients.
+- `psych_runtime.conversations`: threads of runs, steering queues, memory and live text.
 
 `FakeModel` and the contract suites are in `psych_runtime.testing`.
 """
@@ -56,6 +57,7 @@ from psych_core import (
 )
 from psych_runtime import _claim, errors, ports, records
 from psych_runtime import a2a as a2a  # a room, reachable after `import psych_runtime`
+from psych_runtime import conversations as conversations  # a room, reachable after import
 from psych_runtime import mcp as mcp  # a room, reachable after `import psych_runtime`
 from psych_runtime import workflows as workflows  # a room, reachable after `import psych_runtime`
 from psych_runtime._surface._reading import read_log, report, status, workflow_view

@@ -12,7 +12,9 @@
     │   └── NewerLog              the log was written by a newer psych-core than this one
     ├── RunNotFound               no such run in this scope (another tenant's run looks the same)
     ├── NotAwaitingApproval       approve/deny named a call that is not waiting for a decision
+    ├── NotContinuable            a run cannot be continued: still going, a workflow, continued
     ├── InvalidAnswer             an answer is not one of the options its question offered
+    ├── InvalidFact               a fact to remember is empty or too long; nothing was stored
     ├── NotReplayable             replay or workflow_view named a run or a step they cannot use
     ├── OutputUnavailable         a run's output cannot be read as the model asked for
     ├── ModelError                the model client failed to produce a turn
@@ -52,12 +54,14 @@ from psych_core import (
     IdempotencyConflict,
     InboxPending,
     InvalidAnswer,
+    InvalidFact,
     LeaseExpired,
     LeaseLost,
     McpServerNotConfigured,
     ModelError,
     NewerLog,
     NotAwaitingApproval,
+    NotContinuable,
     NotReplayable,
     OutputUnavailable,
     PolicyDenied,
@@ -92,7 +96,9 @@ __all__ = [
     "NewerLog",
     "RunNotFound",
     "NotAwaitingApproval",
+    "NotContinuable",
     "InvalidAnswer",
+    "InvalidFact",
     "NotReplayable",
     "OutputUnavailable",
     # models, sandboxes, egress and secrets

@@ -8,6 +8,8 @@ releases what); the adapters in the box implement them and are exported at the t
     Store           MemoryStore; OffloadingStore wraps one  store_contract.StoreContract
     BlobStore       MemoryBlobStore, FileBlobStore          blob_contract.BlobStoreContract
     ModelClient     OpenAIChatClient; FakeModel in testing
+    UserMemory      LocalUserMemory (in conversations)      memory_contract.UserMemoryContract
+    LiveChannel     LocalLiveChannel (in conversations)     live_contract.LiveChannelContract
     Sandbox         SubprocessSandbox                       sandbox_contract.SandboxContract
     SecretResolver  EnvSecretResolver
     Policy          AllowAll
@@ -31,11 +33,14 @@ from psych_core import (
     ExecLimits,
     ExecRequest,
     ExecResult,
+    Fact,
     Grade,
     Guarantee,
     InboxEntry,
     IsolationLevel,
     LimitName,
+    LiveChannel,
+    LiveText,
     Message,
     ModelClient,
     ModelFailure,
@@ -55,11 +60,15 @@ from psych_core import (
     SecretResolver,
     Store,
     StoreLimits,
+    TextSink,
+    TextStreamingModel,
     ToolCall,
     ToolDefinition,
     ToolResultMessage,
+    UserMemory,
     UserMessage,
     level_reached,
+    streams_text,
     withhold_unmet,
 )
 from psych_runtime import _claim
@@ -94,6 +103,12 @@ __all__ = [
     "AssistantMessage",
     "ToolCall",
     "ToolResultMessage",
+    # live text: a model client that streams its words, and the channel that carries them
+    "TextStreamingModel",
+    "TextSink",
+    "streams_text",
+    "LiveChannel",
+    "LiveText",
     # the egress seam: how a model client or a tool reaches the network
     "Egress",
     "EgressResponse",
@@ -110,6 +125,9 @@ __all__ = [
     "Network",
     "level_reached",
     "withhold_unmet",
+    # user memory: facts about end users that outlive runs
+    "UserMemory",
+    "Fact",
     # secrets, policy and time
     "SecretResolver",
     "Policy",

@@ -34,6 +34,8 @@ from psych_core import (
     ChildEnded,
     ChildFinished,
     ChildStarted,
+    CompactionFailed,
+    ConversationCompacted,
     CopiedStep,
     Deny,
     EventTaken,
@@ -72,6 +74,7 @@ from psych_core import (
     ToolFailureReason,
     ToolsUnavailable,
     UserInput,
+    UserQueue,
 )
 from psych_runtime import _claim
 
@@ -100,6 +103,8 @@ __all__ = [
     "SignalIgnored",
     "RunSuspended",
     "OutputRejected",
+    "ConversationCompacted",
+    "CompactionFailed",
     "StepsPlanned",
     "Offloaded",
     "RunCompleted",
@@ -128,6 +133,7 @@ __all__ = [
     "Deny",
     "Resume",
     "UserInput",
+    "UserQueue",
     # what a status shows of a question to the user (AgentSpec.ask_user)
     "Question",
 ]

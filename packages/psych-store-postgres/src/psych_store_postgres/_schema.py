@@ -113,12 +113,12 @@ def advisory_key(schema: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-async def current_version(conn: Connection, schema: str) -> int:
+async def current_version(conn: Connection, schema: str, table: str = "schema_version") -> int:
     """The schema's version: 0 when it has no version table yet."""
-    table = await conn.fetchval("SELECT to_regclass($1)", f"{schema}.schema_version")
-    if table is None:
+    found = await conn.fetchval("SELECT to_regclass($1)", f"{schema}.{table}")
+    if found is None:
         return 0
-    version = await conn.fetchval(f"SELECT coalesce(max(version), 0) FROM {schema}.schema_version")
+    version = await conn.fetchval(f"SELECT coalesce(max(version), 0) FROM {schema}.{table}")
     return int(version)
 
 
@@ -129,8 +129,27 @@ async def migrate(conn: Connection, schema: str, where: str) -> int:
     the tables but not change them (no CREATE privilege) can call this at every start-up.
     `where` names the database and schema in errors (never the password).
     """
-    if not _pending(await current_version(conn, schema), where):
-        return LATEST_VERSION
+    return await apply(conn, schema, MIGRATIONS, "schema_version", f"Postgres store {where}")
+
+
+async def apply(
+    conn: Connection,
+    schema: str,
+    migrations: tuple[Migration, ...],
+    table: str,
+    where: str,
+) -> int:
+    """Apply the steps of `migrations` that `table` (their version table in `schema`) does
+    not list yet, in one transaction under the schema's advisory lock (the store's and the
+    memory's migrations take turns too: both may create the schema); return the latest
+    version (`migrate`'s rules).
+
+    The store's schema and the user memory's (`psych_store_postgres._memory_schema`) each
+    have their own steps and version table, so each can be migrated without the other.
+    """
+    latest = migrations[-1].version
+    if not _pending(migrations, await current_version(conn, schema, table), where):
+        return latest
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", advisory_key(schema))
         # CREATE SCHEMA checks the database's CREATE privilege even when the schema exists:
@@ -139,25 +158,23 @@ async def migrate(conn: Connection, schema: str, where: str) -> int:
             await conn.execute(f"CREATE SCHEMA {schema}")
         await conn.execute(
             f"""
-            CREATE TABLE IF NOT EXISTS {schema}.schema_version (
+            CREATE TABLE IF NOT EXISTS {schema}.{table} (
                 version integer PRIMARY KEY,
                 name text NOT NULL,
                 applied_at timestamptz NOT NULL DEFAULT statement_timestamp()
             )
             """
         )
-        for migration in _pending(await current_version(conn, schema), where):
+        for migration in _pending(migrations, await current_version(conn, schema, table), where):
             for statement in migration.statements:
                 await conn.execute(statement.format(s=schema))
             await conn.execute(
-                f"INSERT INTO {schema}.schema_version (version, name) VALUES ($1, $2)",
+                f"INSERT INTO {schema}.{table} (version, name) VALUES ($1, $2)",
                 migration.version,
                 migration.name,
             )
-    return LATEST_VERSION
+    return latest
 
 
-def _pending(version: int, where: str) -> tuple[Migration, ...]:
-    return migrations_after(
-        MIGRATIONS, version, where=f"Postgres store {where}", package="psych-store-postgres"
-    )
+def _pending(migrations: tuple[Migration, ...], version: int, where: str) -> tuple[Migration, ...]:
+    return migrations_after(migrations, version, where=where, package="psych-store-postgres")

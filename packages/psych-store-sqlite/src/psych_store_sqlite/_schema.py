@@ -113,29 +113,36 @@ LATEST_VERSION = MIGRATIONS[-1].version
 
 def migrate(conn: sqlite3.Connection, path: str) -> int:
     """Apply every missing migration in one transaction; return the schema version."""
-    return write_transaction(conn, _apply, (path,))
+    where = f"SQLite store {path}"
+    return write_transaction(conn, apply, (MIGRATIONS, "psych_schema_version", where))
 
 
-def _apply(conn: sqlite3.Connection, path: str) -> int:
+def apply(
+    conn: sqlite3.Connection, migrations: tuple[Migration, ...], table: str, where: str
+) -> int:
+    """Apply the steps of `migrations` that `table` (their version table, made if missing)
+    does not list yet, inside the caller's transaction; return the latest version.
+
+    The store's schema and the user memory's (`psych_store_sqlite._memory_schema`) each
+    have their own steps and version table, so each can be migrated without the other.
+    """
     conn.execute(
-        """
-        CREATE TABLE IF NOT EXISTS psych_schema_version (
+        f"""
+        CREATE TABLE IF NOT EXISTS {table} (
             version INTEGER PRIMARY KEY,
             name TEXT NOT NULL,
             applied_at TEXT NOT NULL
         )
         """
     )
-    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM psych_schema_version").fetchone()
-    pending = migrations_after(
-        MIGRATIONS, int(row[0]), where=f"SQLite store {path}", package="psych-store-sqlite"
-    )
+    row = conn.execute(f"SELECT COALESCE(MAX(version), 0) FROM {table}").fetchone()
+    pending = migrations_after(migrations, int(row[0]), where=where, package="psych-store-sqlite")
     applied_at = dt.datetime.now(dt.UTC).isoformat()
     for migration in pending:
         for statement in migration.statements:
             conn.execute(statement)
         conn.execute(
-            "INSERT INTO psych_schema_version (version, name, applied_at) VALUES (?, ?, ?)",
+            f"INSERT INTO {table} (version, name, applied_at) VALUES (?, ?, ?)",
             (migration.version, migration.name, applied_at),
         )
-    return LATEST_VERSION
+    return migrations[-1].version

@@ -17,13 +17,31 @@ from psych_core.ports._claim_rules import (
     started_record,
 )
 from psych_core.ports._exec_tally import ExecTally
+from psych_core.ports._live import LiveChannel, LiveText
+from psych_core.ports._memory import (
+    MAX_FACT_CHARS,
+    MAX_KEY_CHARS,
+    MAX_RECALL,
+    Fact,
+    UserMemory,
+    check_fact,
+    check_key,
+    check_owner,
+    check_recall,
+    folded,
+    matches,
+    query_terms,
+)
 from psych_core.ports._migrations import Migration, migrations_after
 from psych_core.ports._model import (
     ModelClient,
     ModelRequest,
     ModelResponse,
     ModelToolCall,
+    TextSink,
+    TextStreamingModel,
     ToolDefinition,
+    streams_text,
 )
 from psych_core.ports._policy import Policy, PolicyAction
 from psych_core.ports._run_rows import RUN_ROW_COLUMNS, cursor_position, page_of, run_row_of
@@ -125,4 +143,23 @@ __all__ = [
     # policy
     "Policy",
     "PolicyAction",
+    # live text: a model's words as it streams them, never in the log
+    "LiveChannel",
+    "LiveText",
+    "TextSink",
+    "TextStreamingModel",
+    "streams_text",
+    # user memory: what every adapter checks and matches alike
+    "Fact",
+    "MAX_FACT_CHARS",
+    "MAX_KEY_CHARS",
+    "MAX_RECALL",
+    "UserMemory",
+    "check_fact",
+    "check_key",
+    "check_owner",
+    "check_recall",
+    "folded",
+    "matches",
+    "query_terms",
 ]

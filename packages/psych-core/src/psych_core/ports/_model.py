@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
 
 from pydantic import JsonValue
 
@@ -97,3 +99,47 @@ class ModelClient(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """One model turn for `request`."""
         ...
+
+
+type TextSink = Callable[[str, int], None]
+"""``on_text(text, offset)``: a piece of the answer as the model streams it.
+
+`offset` is how many characters of the answer came before `text`; a client that starts the
+answer over (a retry after a broken stream, a fallback model) starts again at offset 0, and
+what it sent before is void. Called on the event loop, and must return at once.
+"""
+
+
+@runtime_checkable
+class TextStreamingModel(Protocol):
+    """A `ModelClient` that can also hand out its answer's text while the model writes it.
+
+    `complete` takes an optional keyword `on_text` (a `TextSink`) and, given one, calls it with
+    each piece of the answer's text as it arrives, then returns the whole `ModelResponse`
+    exactly as it would without it (the same text, tool calls, usage, cost and failures).
+    Without `on_text` it behaves as a plain `ModelClient`. The runtime passes `on_text` only to
+    a client whose `complete` accepts it (`streams_text`), so clients without it keep working.
+    A callback that raises must not fail the call: the runtime's own never raises.
+    """
+
+    async def complete(
+        self, request: ModelRequest, *, on_text: TextSink | None = None
+    ) -> ModelResponse:
+        """One model turn for `request`, streaming its text to `on_text`."""
+        ...
+
+
+def streams_text(client: object) -> TypeGuard[TextStreamingModel]:
+    """Whether `client.complete` takes the keyword `on_text` (see `TextStreamingModel`)."""
+    complete = getattr(client, "complete", None)
+    if complete is None:
+        return False
+    try:
+        parameters = inspect.signature(complete).parameters
+    except (TypeError, ValueError):
+        return False
+    found = parameters.get("on_text")
+    return found is not None and found.kind in (
+        inspect.Parameter.KEYWORD_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    )

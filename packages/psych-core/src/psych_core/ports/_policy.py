@@ -19,11 +19,14 @@ PolicyAction = Literal[
     "replay",
     "cancel",
     "interrupt",
+    "send",
 ]
 """What a scope asks to do. ``read`` covers `status`, `report`, `read_log`, `stream` and
 `workflow_view`; ``send_event`` and ``answer`` are a workflow's events and a person's answers
 to its human steps; ``continue_run`` lets a workflow paused at a breakpoint go on; ``replay``
-(on the run replayed) admits a new run from it, and asks ``dispatch`` of its workflow too."""
+(on the run replayed) admits a new run from it, and asks ``dispatch`` of its workflow too;
+``send`` puts a user message in a run's queue (`send`). A continuation
+(``dispatch(..., continues=run_id)``) asks ``read`` of the run it continues, then ``dispatch``."""
 
 
 @runtime_checkable

@@ -59,7 +59,12 @@ class Session:
         self._worker_id = f"session:{new_worker_id()}"
 
     async def ask(
-        self, spec: AgentSpec | WorkflowSpec, text: str, *, idempotency_key: str | None = None
+        self,
+        spec: AgentSpec | WorkflowSpec,
+        text: str,
+        *,
+        idempotency_key: str | None = None,
+        continues: str | None = None,
     ) -> RunView:
         """Run `spec` on the user's `text` in this process until it ends or waits.
 
@@ -72,6 +77,8 @@ class Session:
         when the spec names a tool this session has no function for (or a sandbox tool and
         no sandbox that can run it: `SandboxToolUnavailable`), and `PolicyDenied` when the
         session's policy does not let its scope dispatch the agent.
+
+        `continues` names an ended run whose thread this run carries on (`dispatch`).
         """
         missing = self._registry.missing(spec)
         if missing is not None:
@@ -83,6 +90,7 @@ class Session:
             idempotency_key=idempotency_key,
             clock=self.runtime.clock,
             secrets=self.runtime.secrets,
+            continues=continues,
         )
         return await self.drive(run_id)
 

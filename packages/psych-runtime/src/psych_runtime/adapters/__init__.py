@@ -3,6 +3,8 @@
 from psych_runtime.adapters._allow_all import AllowAll
 from psych_runtime.adapters._env_secrets import EnvSecretResolver
 from psych_runtime.adapters._file_blobs import FileBlobStore
+from psych_runtime.adapters._local_live import LocalLiveChannel
+from psych_runtime.adapters._local_memory import LocalUserMemory
 from psych_runtime.adapters._memory_blobs import MemoryBlobStore
 from psych_runtime.adapters._memory_store import MemoryStore
 from psych_runtime.adapters._offloading_store import DEFAULT_BLOB_THRESHOLD, OffloadingStore
@@ -13,6 +15,8 @@ __all__ = [
     "AllowAll",
     "EnvSecretResolver",
     "FileBlobStore",
+    "LocalUserMemory",
+    "LocalLiveChannel",
     "MemoryBlobStore",
     "MemoryStore",
     "OffloadingStore",

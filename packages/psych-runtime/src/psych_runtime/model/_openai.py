@@ -21,6 +21,7 @@ from psych_core import (
     ModelResponse,
     SecretNotFound,
     SecretResolver,
+    TextSink,
     Usage,
 )
 from psych_runtime.adapters import EnvSecretResolver
@@ -92,7 +93,8 @@ class OpenAIChatClient:
         prices: the app's own prices, before the snapshot's.
         provider: the snapshot's id for the provider serving `base_url` (``"openai"``, ...)
             when the URL does not tell (a proxy in front of it).
-        stream: stream answers (server-sent events) rather than wait for them whole.
+        stream: stream answers (server-sent events) rather than wait for them whole. A call
+            given ``on_text`` (live text, `Runtime.live`) streams regardless.
         timeout: seconds to wait for each read of the answer (for the egress the client
             makes; an `Egress` of your own has its own).
         connect_timeout: seconds to wait for a connection (likewise).
@@ -176,8 +178,14 @@ class OpenAIChatClient:
             )
         self.egress: Egress = egress
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, *, on_text: TextSink | None = None
+    ) -> ModelResponse:
         """Ask `request.model`, retrying and falling back as needed; see the class docstring.
+
+        Given `on_text` (a `TextSink`), the answer is streamed whatever `stream` says, and
+        each piece of its text is handed to `on_text` as it arrives; a retry or a fallback
+        starts the text again at offset 0. The response is the same as without it.
 
         Raises `ModelError` (with every failed attempt in `failures`) when no model answered.
         """
@@ -185,7 +193,7 @@ class OpenAIChatClient:
         for model in (request.model.model, *request.model.fallbacks):
             for attempt in range(1, self.max_attempts + 1):
                 try:
-                    return await self._ask(request, model, tuple(failures))
+                    return await self._ask(request, model, tuple(failures), on_text)
                 except _Failed as failed:
                     failures.append(failed.failure)
                     if failed.final:
@@ -220,13 +228,18 @@ class OpenAIChatClient:
     # -- one attempt -------------------------------------------------------------------------
 
     async def _ask(
-        self, request: ModelRequest, model: str, failures: tuple[ModelFailure, ...]
+        self,
+        request: ModelRequest,
+        model: str,
+        failures: tuple[ModelFailure, ...],
+        on_text: TextSink | None = None,
     ) -> ModelResponse:
-        body = request_body(request, model, stream=self.stream)
+        stream = self.stream or on_text is not None
+        body = request_body(request, model, stream=stream)
         secret_headers = (
             {"Authorization": f"Bearer {{{self.api_key_secret}}}"} if self.api_key_secret else {}
         )
-        accept = "text/event-stream" if self.stream else "application/json"
+        accept = "text/event-stream" if stream else "application/json"
         try:
             async with self.egress.stream(
                 "POST",
@@ -238,7 +251,7 @@ class OpenAIChatClient:
             ) as response:
                 if not 200 <= response.status < 300:
                     raise await self._http_failure(model, response)
-                reply = await self._read(response, model)
+                reply = await self._read(response, model, stream, on_text)
         except BadReply as bad:
             reason = self.egress.redact(bad.reason)
             raise _Failed(ModelFailure(model, reason, 200, bad.retryable)) from None
@@ -249,9 +262,11 @@ class OpenAIChatClient:
             raise _Failed(ModelFailure(model, str(exc), None, exc.retryable)) from None
         return self._response(reply, failures)
 
-    async def _read(self, response: EgressResponse, model: str) -> Reply:
-        if self.stream:
-            reader = StreamReader(model, self._accept)
+    async def _read(
+        self, response: EgressResponse, model: str, stream: bool, on_text: TextSink | None
+    ) -> Reply:
+        if stream:
+            reader = StreamReader(model, self._accept, on_text)
             async for line in response.lines(self.max_response_bytes):
                 reader.line(line)
             return reader.reply()

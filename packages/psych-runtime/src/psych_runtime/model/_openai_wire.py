@@ -7,6 +7,7 @@ readable reason; the client records it as a failed attempt.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -19,9 +20,12 @@ from psych_core import (
     Message,
     ModelRequest,
     ModelToolCall,
+    TextSink,
     ToolResultMessage,
     UserMessage,
 )
+
+log = logging.getLogger("psych_runtime.model")
 
 FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
 """The finish reasons of the OpenAI API; each means the answer is whole (or cut off, saying so)."""
@@ -211,10 +215,18 @@ class StreamReader:
     """Builds one answer from the server-sent events of a streamed chat completion.
 
     Feed it every line of the body (`line`), then call `reply`. Tool calls arrive in pieces
-    keyed by their index; their arguments are joined as they came.
+    keyed by their index; their arguments are joined as they came. Given `on_text`, each
+    piece of the answer's text is handed to it as it is read, with its offset in the text.
     """
 
-    def __init__(self, asked: str, accept: Collection[str] = FINISH_REASONS) -> None:
+    def __init__(
+        self,
+        asked: str,
+        accept: Collection[str] = FINISH_REASONS,
+        on_text: TextSink | None = None,
+    ) -> None:
+        self._on_text = on_text
+        self._offset = 0
         self._asked = asked
         self._accept = accept
         self._data: list[str] = []
@@ -303,6 +315,7 @@ class StreamReader:
         if isinstance(delta, Mapping):
             if isinstance(delta.get("content"), str):
                 self._text.append(delta["content"])
+                self._tell(delta["content"])
             if isinstance(delta.get("refusal"), str):
                 self._refusal.append(delta["refusal"])
             pieces = delta.get("tool_calls") or []
@@ -312,6 +325,16 @@ class StreamReader:
                 self._tool_piece(piece, position)
         if choice.get("finish_reason") is not None:
             self._finish = choice["finish_reason"]
+
+    def _tell(self, text: str) -> None:
+        if self._on_text is None or not text:
+            return
+        try:
+            self._on_text(text, self._offset)
+        except Exception:  # the caller's sink: it must not break the answer
+            log.exception("an on_text callback raised; the answer is read on without it")
+            self._on_text = None
+        self._offset += len(text)
 
     def _tool_piece(self, piece: Any, position: int) -> None:
         if not isinstance(piece, Mapping):

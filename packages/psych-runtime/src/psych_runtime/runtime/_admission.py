@@ -14,6 +14,7 @@ from typing import Protocol
 
 from psych_core import (
     AgentSpec,
+    Message,
     NewRun,
     Record,
     ReplayOf,
@@ -44,6 +45,17 @@ class Debugging:
 
 
 @dataclass(frozen=True, slots=True)
+class Continuing:
+    """The run a continuation continues, what it carries of its conversation, and the messages
+    it kept for the next run (`RunAdmitted.continues`, `history`, `queued`)."""
+
+    run_id: str
+    history: tuple[Message, ...] = ()
+    queued: tuple[str, ...] = ()
+    history_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Parent:
     """The run, and the call in it, that a child run serves; and the tools the parent could use
     (a child never gets one its parent could not; None: the parent was not narrowed)."""
@@ -66,6 +78,7 @@ async def admit(
     parent: Parent | None = None,
     debugging: Debugging | None = None,
     replay_of: ReplayOf | None = None,
+    continuing: Continuing | None = None,
 ) -> tuple[str, bool]:
     """Admit a run of `spec` on `input`; ``(run id, created)`` as `Store.create_run` answers.
 
@@ -88,12 +101,18 @@ async def admit(
         breakpoints=debugging.breakpoints,
         step_mode=debugging.step_mode,
         replay_of=replay_of,
+        continues=continuing.run_id if continuing else None,
+        history=continuing.history if continuing else (),
+        queued=continuing.queued if continuing else (),
+        history_tokens=continuing.history_tokens if continuing else None,
     )
     request: dict[str, object] = {"spec": version, "input": input}
     if debugging != Debugging():
         request["debugging"] = [list(debugging.breakpoints), debugging.step_mode]
     if replay_of is not None:
         request["replay_of"] = [replay_of.run_id, replay_of.from_step]
+    if continuing is not None:
+        request["continues"] = continuing.run_id
     first = Record(run_id=run_id, seq=0, attempt=0, at=at, body=redactor.body(body))
     new = NewRun(
         run_id=run_id,

@@ -26,6 +26,7 @@ from psych_core import (
     ChildEnded,
     ChildStarted,
     CollectChildren,
+    Compact,
     Finished,
     InboxPending,
     ModelCallFinished,
@@ -70,10 +71,13 @@ from psych_runtime.model import (
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._batches import failed_reply, instead, parts, unrecordable
 from psych_runtime.runtime._children import collect_child, start_child
+from psych_runtime.runtime._compact import compact
 from psych_runtime.runtime._config import Runtime
 from psych_runtime.runtime._decide import SETTLED_BY_CANCEL, decide
 from psych_runtime.runtime._faults import reach
 from psych_runtime.runtime._lease import Lease
+from psych_runtime.runtime._live_feed import complete_live
+from psych_runtime.runtime._recall import recall_for
 from psych_runtime.tools import (
     InvalidArguments,
     ResolvedTool,
@@ -168,7 +172,7 @@ class Attempt:
                         return self.state
                     # The final append was refused for signals that arrived with it: its
                     # closing record was dropped; take the signals in and decide again.
-                case CallModel() | RunCalls() if self._should_stop():
+                case CallModel() | Compact() | RunCalls() if self._should_stop():
                     await self._commit()
                     await self.store.release(self.state.run_id, self.state.attempt)
                     self.stopped = True
@@ -178,6 +182,11 @@ class Attempt:
                         continue
                     self._stage(await self._call_model())
                     reach("after_model_returned")
+                case Compact(kept_from):
+                    if not await self._commit():
+                        continue
+                    prices = self.runtime.prices
+                    self._stage(await compact(self.state, self.model, kept_from, prices))
                 case RunCalls(calls):
                     await self._tools_now()
                     await self._ensure_lease_for(calls)
@@ -465,9 +474,20 @@ class Attempt:
             ToolsUnavailable(source=source, error=error) for source, error in turn.unavailable
         ]
         definitions = tuple(tool.definition() for tool in self._resolved.values())
-        request = build_request(self.state, definitions)
+        # The end user's facts (AgentSpec.memory): listed in the request, recorded by id.
+        facts, unrecalled = await recall_for(self.state, self.runtime.memory)
+        dropped += unrecalled
+        request = build_request(self.state, definitions, facts=facts)
         try:
-            response = await self.model.complete(request)
+            # Live text (Runtime.live) is keyed by the seq this call's append starts at.
+            response = await complete_live(
+                self.model,
+                request,
+                self.runtime.live,
+                attempt=self.state.attempt,
+                seq=self.state.next_seq,
+                redactor=self._redactor,
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -483,7 +503,9 @@ class Attempt:
         # Attempts that failed before one served are recorded first, in the same append.
         failed = [failure_record(failure) for failure in response.failures]
         seq = self.state.next_seq + len(dropped) + len(failed)
-        return [*dropped, *failed, finished_record(response, seq, self.runtime.prices)]
+        recalled = tuple(fact.id for fact in facts)
+        finished = finished_record(response, seq, self.runtime.prices, recalled=recalled)
+        return [*dropped, *failed, finished]
 
     async def _run_calls(self, calls: tuple[ToolCall, ...]) -> None:
         async def run_one(call: ToolCall) -> None:

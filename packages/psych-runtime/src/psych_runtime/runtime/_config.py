@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from psych_core import ModelClient, Policy, Sandbox, SecretResolver
+from psych_core import LiveChannel, ModelClient, Policy, Sandbox, SecretResolver, UserMemory
 from psych_runtime.model import PriceTable
 from psych_runtime.model.egress import EgressPolicy
 from psych_runtime.runtime._clock import Clock, SystemClock
@@ -91,6 +91,10 @@ class Runtime:
         leases: how attempts hold their runs (`Leases`).
         cancel_grace: seconds in-flight calls get to finish after the run is cancelled; calls
             still running then are settled ``unknown``.
+        live: where the model's words go while it writes them (a `LiveChannel`), for
+            `stream_text`; the model is asked to stream only when this is set and it can.
+        memory: where facts about end users are kept, for specs with ``memory=True``
+            (`UserMemory`: `LocalUserMemory`, ``SQLiteUserMemory``, ``PostgresUserMemory``).
     """
 
     model: ModelClient
@@ -106,6 +110,8 @@ class Runtime:
     clock: Clock = field(default_factory=SystemClock)
     leases: Leases = field(default_factory=Leases)
     cancel_grace: float = 10.0
+    live: LiveChannel | None = None
+    memory: UserMemory | None = None
 
     def __post_init__(self) -> None:
         # Frozen all the way down: a list or dict passed in cannot change under the value.
@@ -132,4 +138,5 @@ def registry_of(runtime: Runtime) -> ToolRegistry:
         secrets=runtime.secrets,
         mcp_servers=runtime.mcp_servers,
         a2a_peers=runtime.a2a_peers,
+        memory=runtime.memory,
     )

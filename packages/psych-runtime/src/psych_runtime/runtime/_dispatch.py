@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from psych_core import (
     AgentSpec,
+    Conflict,
     ScopedStore,
     SecretResolver,
     SpecError,
@@ -17,6 +18,7 @@ from psych_core import (
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._admission import Debugging, admit
 from psych_runtime.runtime._clock import Clock, SystemClock
+from psych_runtime.runtime._continuation import continuation_id, continuing, existing_continuation
 from psych_runtime.runtime._ids import new_run_id
 from psych_runtime.runtime._scoped import authorize
 
@@ -31,6 +33,7 @@ async def dispatch(
     secrets: SecretResolver | None = None,
     breakpoints: Sequence[str] = (),
     step_mode: bool = False,
+    continues: str | None = None,
 ) -> str:
     """Admit a run of `spec` on `input` and return its id at once; a worker will run it.
 
@@ -49,23 +52,43 @@ async def dispatch(
     pauses before (a name pauses before every run of that step, a memo key such as
     ``orders[2].charge`` before that one), and `step_mode` pauses before every step; a
     paused run waits, holding no worker, until `continue_run`.
+
+    `continues` names a run of the same scope that has ended: the new run carries its
+    conversation (as its next model request would have been built, so a compacted run hands
+    on its summary and recent turns) and, before `input`, the messages it never gave its
+    model: steers and follow-ups still waiting when it ended, then those sent with
+    ``queue="next_run"``; together they are one thread (`thread`). A run is continued once:
+    the same continuation again returns the same run id, any other raises `NotContinuable`
+    naming the run that continues it, as does a run still going or a workflow run; another
+    tenant's run is `RunNotFound`, like a missing one. It asks the policy ``read`` of that
+    run first.
     """
     authorize(store, "dispatch", spec.name, function="dispatch")
     debugging = check_debugging(spec, tuple(breakpoints), step_mode, function="dispatch")
     if isinstance(spec, WorkflowSpec):
         check_workflow_input(spec, input)
+    thread = None
+    if continues is not None:
+        authorize(store, "read", continues, function="dispatch")
+        thread = await continuing(store, continues, spec)
     now = (clock or SystemClock()).now()
-    admitted_id, _created = await admit(
-        store,
-        spec,
-        input,
-        run_id=new_run_id(now),
-        scope=store.scope,
-        at=now,
-        redactor=Redactor(secrets or store.secrets),
-        idempotency_key=idempotency_key,
-        debugging=debugging,
-    )
+    try:
+        admitted_id, _created = await admit(
+            store,
+            spec,
+            input,
+            run_id=new_run_id(now) if continues is None else continuation_id(continues),
+            scope=store.scope,
+            at=now,
+            redactor=Redactor(secrets or store.secrets),
+            idempotency_key=idempotency_key,
+            debugging=debugging,
+            continuing=thread,
+        )
+    except Conflict:
+        if continues is None:
+            raise
+        return await existing_continuation(store, continues, spec, input)
     return admitted_id
 
 

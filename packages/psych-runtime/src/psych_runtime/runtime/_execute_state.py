@@ -39,11 +39,14 @@ def spec_from_json(text: str) -> AgentSpec | WorkflowSpec:
     change every agent's version).
 
     The same text gives the same (frozen) object: a worker loads the spec at every claim, and
-    its version, remembered per object, is then hashed once."""
+    its version, remembered per object, is then hashed once. A stored spec is not refused for
+    a skill link to a missing skill (`psych_core.Skill`): links were not checked before, and a
+    run pinned to such a version must still be served."""
     parsed = json.loads(text)
+    stored = {"stored": True}
     if isinstance(parsed, dict) and parsed.get("kind") == "workflow":
-        return WorkflowSpec.model_validate_json(text)
-    return AgentSpec.model_validate_json(text)
+        return WorkflowSpec.model_validate_json(text, context=stored)
+    return AgentSpec.model_validate_json(text, context=stored)
 
 
 async def load_state(store: Store, run_id: str) -> RunState:

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from psych_core import Cost, ModelError, ModelRequest, ModelResponse, ModelToolCall, Usage
+from psych_core import (
+    Cost,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ModelToolCall,
+    TextSink,
+    Usage,
+)
 
 ScriptedCall = tuple[str, Mapping[str, Any] | str]
 """``(tool name, arguments)``; arguments as a mapping, or as raw text to test bad JSON."""
@@ -20,10 +30,15 @@ class FakeModel:
     Usage is what the turn scripts (zero by default), reported with source ``provider``; cost
     is None (no price is known for a fake model) unless the turn scripts one. Every request is
     kept in `requests`, so tests can check what the model was shown.
+
+    It streams like a real client (a `TextStreamingModel`): given ``on_text``, `complete`
+    hands out a turn's text in pieces (word by word, or the turn's `pieces`), letting other
+    tasks run between them, then returns the whole answer as usual.
     """
 
     def __init__(self) -> None:
         self._turns: list[ModelResponse | BaseException] = []
+        self._pieces: list[tuple[str, ...]] = []
         self._served = 0
         self.requests: list[ModelRequest] = []
 
@@ -35,8 +50,17 @@ class FakeModel:
         usage: Usage | None = None,
         cost: Cost | None = None,
         finish_reason: str | None = None,
+        pieces: Iterable[str] | None = None,
     ) -> FakeModel:
-        """Script the next answer; returns the model so calls chain."""
+        """Script the next answer; returns the model so calls chain.
+
+        `pieces` are how `text` is streamed to an ``on_text`` callback (they must join to
+        `text`); word by word when omitted.
+        """
+        streamed = tuple(pieces) if pieces is not None else _words(text or "")
+        if "".join(streamed) != (text or ""):
+            raise ValueError(f"the pieces {streamed!r} do not join to the text {text!r}")
+        self._pieces.append(streamed)
         calls = tuple(
             ModelToolCall(
                 name=name,
@@ -61,6 +85,7 @@ class FakeModel:
     def fail(self, error: BaseException) -> FakeModel:
         """Script the next call to raise `error`; returns the model so calls chain."""
         self._turns.append(error)
+        self._pieces.append(())
         return self
 
     @property
@@ -68,8 +93,11 @@ class FakeModel:
         """How many scripted turns have not been served."""
         return len(self._turns) - self._served
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Serve the next scripted turn as if `request.model` answered it."""
+    async def complete(
+        self, request: ModelRequest, *, on_text: TextSink | None = None
+    ) -> ModelResponse:
+        """Serve the next scripted turn as if `request.model` answered it, streaming its text
+        to `on_text` when given."""
         self.requests.append(request)
         if self._served >= len(self._turns):
             raise ModelError(
@@ -78,9 +106,16 @@ class FakeModel:
                 model=request.model.model,
             )
         scripted = self._turns[self._served]
+        pieces = self._pieces[self._served]
         self._served += 1
         if isinstance(scripted, BaseException):
             raise scripted
+        if on_text is not None:
+            offset = 0
+            for piece in pieces:
+                on_text(piece, offset)
+                offset += len(piece)
+                await asyncio.sleep(0)  # as a network would: others run between pieces
         return ModelResponse(
             model=request.model.model,
             text=scripted.text,
@@ -90,3 +125,8 @@ class FakeModel:
             cost=scripted.cost,
             finish_reason=scripted.finish_reason,
         )
+
+
+def _words(text: str) -> tuple[str, ...]:
+    """`text` in pieces of one word each, with the spaces after it."""
+    return tuple(re.findall(r"\S+\s*|\s+", text))

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from psych_core import ASK_TOOL, CodeTool, ToolDefinition
+from psych_runtime.tools._builtin import SafeBuiltIn
 from psych_runtime.tools._code import InvalidArguments
 from psych_runtime.tools._context import ToolContext
 from psych_runtime.tools._declared import json_object
@@ -50,8 +51,8 @@ def ask_ref() -> CodeTool:
     return CodeTool(name=ASK_TOOL, safe_to_retry=True)
 
 
-class AskUser:
-    """The executor of ``ask_user``."""
+class AskUser(SafeBuiltIn):
+    """The executor of ``ask_user``: asking again after a crash asks the same question."""
 
     name = ASK_TOOL
 

@@ -10,6 +10,9 @@ from pydantic import JsonValue
 
 from psych_core import (
     ASK_TOOL,
+    FORGET_TOOL,
+    LOAD_SKILL_TOOL,
+    REMEMBER_TOOL,
     A2APeer,
     A2APeerNotConfigured,
     AgentSpec,
@@ -32,6 +35,7 @@ from psych_core import (
     ToolNotRegistered,
     ToolRef,
     ToolStep,
+    UserMemory,
     WorkflowSpec,
     WorkflowStep,
     WorkflowTool,
@@ -50,7 +54,9 @@ from psych_runtime.tools._builtin_waits import builtin_refs
 from psych_runtime.tools._code import CodeFunction
 from psych_runtime.tools._context import ToolContext
 from psych_runtime.tools._http import EgressPolicy, HttpTools
+from psych_runtime.tools._load_skill import LoadSkill, load_skill_ref
 from psych_runtime.tools._mcp import McpConnection
+from psych_runtime.tools._memory import Forget, Remember, memory_refs
 from psych_runtime.tools._sandboxed import SandboxCall, check_sandbox
 from psych_runtime.tools._wait import WaitFor
 
@@ -161,6 +167,8 @@ class ToolRegistry:
             credentials) come from.
         mcp_servers: how to reach the MCP servers specs name, by name.
         a2a_peers: how to reach the A2A peers specs name, by name.
+        memory: where the built-in ``remember`` and ``forget`` tools keep facts about end
+            users (`AgentSpec.memory`); without it a spec's memory tools are unavailable.
     """
 
     def __init__(
@@ -172,6 +180,7 @@ class ToolRegistry:
         secrets: SecretResolver | None = None,
         mcp_servers: Mapping[str, McpConnection] | None = None,
         a2a_peers: Mapping[str, A2AConnection] | None = None,
+        memory: UserMemory | None = None,
     ) -> None:
         self._functions: dict[str, CodeFunction] = {}
         for tool in tools:
@@ -187,6 +196,7 @@ class ToolRegistry:
         self._mcp: McpTools | None = None
         self._a2a_peers = dict(a2a_peers or {})
         self._a2a: A2ATools | None = None
+        self.memory = memory
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -284,7 +294,21 @@ class ToolRegistry:
             if tool is not None:
                 candidates[ref.name] = tool
         if spec.ask_user and (allowed is None or ASK_TOOL in allowed):
-            candidates[ASK_TOOL] = ResolvedTool(ask_ref(), AskUser())
+            asking = AskUser()
+            candidates[ASK_TOOL] = ResolvedTool(ask_ref(), asking, judge=asking)
+        if spec.memory and self.memory is not None:
+            # Each records its own safety when it starts: the spec does not list it.
+            remember, forget = Remember(self.memory), Forget(self.memory)
+            remember_ref, forget_ref = memory_refs()
+            if allowed is None or REMEMBER_TOOL in allowed:
+                candidates[REMEMBER_TOOL] = ResolvedTool(remember_ref, remember, judge=remember)
+            if allowed is None or FORGET_TOOL in allowed:
+                candidates[FORGET_TOOL] = ResolvedTool(forget_ref, forget, judge=forget)
+        if any(skill.on_demand for skill in spec.skills):
+            # Not narrowed to `allowed`: it reads only the run's own spec, which a child has
+            # whatever its parent may use.
+            loading = LoadSkill(spec)
+            candidates[LOAD_SKILL_TOOL] = ResolvedTool(load_skill_ref(), loading, judge=loading)
         return _narrowed(candidates, scope, policy)
 
     def _resolve_workflow(
@@ -345,18 +369,22 @@ class ToolRegistry:
 
         A required server or peer that cannot be reached makes the turn's `failure`; an
         optional one is left out and named in `unavailable`. A server's tool or a peer's
-        skill whose name another tool of the spec already has is left out.
+        skill whose name another tool of the spec already has is left out. A spec with
+        ``memory=True`` on a registry without a `UserMemory` goes on without its memory,
+        named in `unavailable` as ``memory``.
         """
         resolved = self.resolve(spec, scope, policy, allowed)
+        unavailable: list[tuple[str, str]] = []
+        if isinstance(spec, AgentSpec) and spec.memory and self.memory is None:
+            unavailable.append(("memory", NO_MEMORY))
         sources = (
             [ref for ref in spec.tools if isinstance(ref, McpServer | A2APeer)]
             if isinstance(spec, AgentSpec)
             else []
         )
         if not sources:
-            return Turn(resolved)
+            return Turn(resolved, tuple(unavailable))
         tools: dict[str, ResolvedTool] = {}
-        unavailable: list[tuple[str, str]] = []
         for ref in spec.tools:
             if not isinstance(ref, McpServer | A2APeer):
                 if ref.name in resolved:
@@ -372,6 +400,11 @@ class ToolRegistry:
             for name, executor in offered.items():
                 if name not in tools and spec.tool(name) is None:
                     tools[name] = ResolvedTool(ref, executor, judge=executor)
+        # The built-in tools (ask_user, remember, forget, ...) are not among the spec's own;
+        # they are kept, and a server's tool of the same name gives way to them.
+        for name, tool in resolved.items():
+            if spec.tool(name) is None:
+                tools[name] = tool
         return Turn(tools, tuple(unavailable))
 
     async def _offered(
@@ -439,6 +472,15 @@ class ToolRegistry:
             await self._mcp.aclose()
         if self._a2a is not None:
             await self._a2a.aclose()
+
+
+NO_MEMORY = (
+    "the spec has memory=True, but the runtime has no UserMemory: the run goes on without "
+    "remember, forget and recalled facts. Pass Runtime(memory=...) (LocalUserMemory, "
+    "SQLiteUserMemory or PostgresUserMemory)"
+)
+"""Why a spec with ``memory=True`` goes without it (`ToolsUnavailable` with source
+``memory``)."""
 
 
 class _Unavailable(Exception):

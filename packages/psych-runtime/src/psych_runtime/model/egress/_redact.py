@@ -16,6 +16,7 @@ base64(user:secret)``) at any of its three alignments.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import json
 import re
@@ -129,6 +130,27 @@ class Redactor:
             return text
         return pattern.sub(lambda match: redaction_mark(self._names[match.group(0)]), text)
 
+    def settled(self, text: str, start: int = 0) -> int:
+        """How much of `text`, a text still growing at its end, `text` can redact for good.
+
+        The index returned is where no secret (in any form looked for) that more text could
+        complete or lengthen begins before it, and no secret found spans it, so
+        ``text(t[:i]) + text(t[i:j])`` is what `text` makes of ``t[:j]``. For live text,
+        redacted before it is sent. `start`: an answer given for a shorter text, where the
+        search begins.
+        """
+        pattern = self._pattern()
+        if pattern is None:
+            return len(text)
+        longest = max(map(len, self._names))
+        cut = max(start, len(text) - (longest - 1))
+        for match in pattern.finditer(text, start):
+            if match.start() >= cut:
+                break
+            if match.end() > cut:
+                return match.start()  # it may yet grow into a longer form: hold it back whole
+        return cut
+
     def json(self, value: JsonValue) -> JsonValue:
         """A JSON value with secrets redacted from every string in it, keys included, and
         from every number (a number that spells a secret becomes its mark)."""
@@ -192,6 +214,14 @@ class Redactor:
                 items = [self._value(item, takes_text) for item in value]
                 unchanged = all(new is old for new, old in zip(items, value, strict=True))
                 return value if unchanged else type(value)(items)
+            case _ if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                # A message a continuation carries (`RunAdmitted.history`).
+                changes = {
+                    name: redacted
+                    for name, fits in _dataclass_text_fields(type(value)).items()
+                    if (redacted := self._value(old := getattr(value, name), fits)) is not old
+                }
+                return dataclasses.replace(value, **changes) if changes else value
             case _:
                 # A fixed choice (a `Literal`), a count, a time, an amount: not text.
                 return value
@@ -232,6 +262,13 @@ def _text_fields(model: type[BaseModel]) -> dict[str, bool]:
     """Each field of `model`, and whether any string fits where its value is (so a redacted
     string, or a number turned into a mark, still fits)."""
     return {name: _takes_text(field.annotation) for name, field in model.model_fields.items()}
+
+
+@functools.cache
+def _dataclass_text_fields(kind: type) -> dict[str, bool]:
+    """Each field of the dataclass `kind`, and whether any string fits where its value is."""
+    hints = typing.get_type_hints(kind)
+    return {field.name: _takes_text(hints[field.name]) for field in dataclasses.fields(kind)}
 
 
 def _takes_text(annotation: object) -> bool:
