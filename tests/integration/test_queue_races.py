@@ -25,7 +25,7 @@ from psych_core import RunState, fold_all
 from psych_runtime import ScopedStore
 from psych_runtime.conversations import send
 from psych_runtime.errors import NotAwaitingApproval, RunFinished
-from psych_runtime.ports import Store, UserMessage
+from psych_runtime.ports import CONTINUED_KEY, Store, UserMessage
 from psych_runtime.records import RunAdmitted, SignalIgnored, SignalReceived, UserInput
 from psych_runtime.runtime._continuation import undelivered
 from tests._postgres import connect, drop_schema, new_schema, test_dsn
@@ -76,6 +76,17 @@ async def _sender(
         if k == cancel_at:
             with contextlib.suppress(RunFinished):
                 await psych_runtime.cancel(store, run_id, "the user pressed stop")
+
+
+async def _late_sender(store: ScopedStore, run_id: str, sent: list[Sent]) -> None:
+    for k in range(3):
+        text = f"{run_id}:late{k}:next_run"
+        try:
+            number: int | None = await send(store, run_id, text, queue="next_run")
+        except RunFinished:
+            number = None
+        sent.append(Sent(text, "next_run", number))
+        await asyncio.sleep(0)
 
 
 async def _approver(store: ScopedStore, run_ids: list[str], done: asyncio.Event) -> None:
@@ -131,15 +142,30 @@ async def _race(store: Store, url: str) -> None:
         await _all_ended(scoped, run_ids)
         done.set()
         await approving
-        continued = {
-            run_id: await psych_runtime.dispatch(scoped, SPEC, "go on", continues=run_id)
-            for run_id in run_ids
-        }
+        # Stop, then type: messages for the next run race its continuation.
+        late: dict[str, list[Sent]] = {run_id: [] for run_id in run_ids}
+        continued: dict[str, str] = {}
+
+        async def continue_(run_id: str) -> None:
+            continued[run_id] = await psych_runtime.dispatch(
+                scoped, SPEC, "go on", continues=run_id
+            )
+
+        await asyncio.gather(
+            *(
+                job
+                for run_id in run_ids
+                for job in (
+                    _late_sender(scoped, run_id, late[run_id]),
+                    continue_(run_id),
+                )
+            )
+        )
     finally:
         for worker in workers:
             stop(worker)
 
-    accepted_total = refused_total = 0
+    accepted_total = refused_total = late_kept = 0
     for run_id in run_ids:
         log = await scoped.read(run_id)
         state = fold_all(RunState.empty(run_id), log)
@@ -177,9 +203,17 @@ async def _race(store: Store, url: str) -> None:
         assert len(said) + len(kept) == len(accepted), run_id
         assert all(t.endswith(":next_run") for t in said) is False or not said
         assert not [t for t in said if t.endswith(":next_run")], "a next-run message reached it"
-        # The continuation carries exactly what was kept, once, in order.
+        # The continuation carries exactly what was kept, once, in order, then the messages
+        # for the next run that reached the ended run before its Continued mark; a message
+        # refused after the mark is carried nowhere.
         first = (await scoped.read(continued[run_id], -1, 1))[0].body
         assert isinstance(first, RunAdmitted) and first.continues == run_id
-        assert list(first.queued) == kept, run_id
+        inbox = await scoped.signals(run_id)
+        (mark,) = [e.number for e in inbox if e.key == CONTINUED_KEY]
+        numbered = sorted((s.number, s.text) for s in late[run_id] if s.number is not None)
+        assert all(number < mark for number, _ in numbered), run_id
+        assert list(first.queued) == kept + [text for _, text in numbered], run_id
+        late_kept += len(numbered)
     assert accepted_total > RUNS, "the races barely happened: too few messages reached runs"
+    assert late_kept > 0, "no message for the next run reached an ended run before its mark"
     assert accepted_total + refused_total == RUNS * MESSAGES

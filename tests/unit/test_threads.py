@@ -11,7 +11,7 @@ import psych_core
 import psych_runtime
 from psych_runtime import AgentSpec, CodeTool, MemoryStore, ModelRef, Scope, WorkflowSpec
 from psych_runtime.conversations import send, thread
-from psych_runtime.errors import NotContinuable, RunNotFound
+from psych_runtime.errors import NotContinuable, RunFinished, RunNotFound
 from psych_runtime.ports import ToolCall
 from psych_runtime.records import (
     AttemptStarted,
@@ -142,3 +142,26 @@ def test_a_run_that_ended_with_a_call_open_carries_nothing_of_that_call() -> Non
     ]
     state = psych_core.fold_all(psych_core.RunState.empty("r"), records)
     assert texts(psych_core.carried_history(state)) == [("user", "refund")]
+
+
+async def test_a_run_that_has_ended_keeps_messages_for_its_next_run_until_continued() -> None:
+    model = FakeModel().turn(tool_calls=[("refund", {"order": "B7"})]).turn(text="Exchanged.")
+    async with psych_runtime.session(model, scope=SCOPE, tools=[refund]) as s:
+        waiting = await s.ask(GATED, "refund B7")
+        await psych_runtime.cancel(s.store, waiting.run_id, "the user pressed stop")
+        assert (await s.drive(waiting.run_id)).status == "cancelled"
+        # Stop, then type: the run has ended, and the message is kept for the next run.
+        await send(s.store, waiting.run_id, "Exchange it instead.", queue="next_run")
+        with pytest.raises(RunFinished):
+            await send(s.store, waiting.run_id, "now!", queue="steer")
+        assert (await thread(s.store, waiting.run_id)).next_run == ("Exchange it instead.",)
+        nxt = await s.ask(GATED, "Thanks.", continues=waiting.run_id)
+        with pytest.raises(RunFinished):
+            await send(s.store, waiting.run_id, "one more", queue="next_run")
+        after = await thread(s.store, waiting.run_id)
+    assert nxt.status == "completed"
+    assert texts(model.requests[1].messages)[-2:] == [
+        ("user", "Exchange it instead."),
+        ("user", "Thanks."),
+    ]
+    assert after.next_run == ()

@@ -126,15 +126,18 @@ from psych_core._report import (
 )
 from psych_core._scope import Scope
 from psych_core._signals import (
+    CONTINUED_KEY,
     Approve,
     Cancel,
     ChildEnded,
+    Continued,
     Deny,
     InboxEntry,
     Resume,
     Signal,
     UserInput,
     UserQueue,
+    accepted_after_end,
 )
 from psych_core._skills import LOAD_SKILL_TOOL
 from psych_core._spec import (
@@ -399,9 +402,12 @@ __all__ = [
     "carried_history",
     "own_messages",
     # signals
+    "CONTINUED_KEY",
     "Approve",
     "Cancel",
     "ChildEnded",
+    "Continued",
+    "accepted_after_end",
     "Deny",
     "InboxEntry",
     "Resume",

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from psych_core._records import ApprovalDecided, Body, SignalIgnored, SignalReceived
-from psych_core._signals import Approve, Cancel, ChildEnded, Deny, InboxEntry, Resume, UserInput
+from psych_core._signals import (
+    Approve,
+    Cancel,
+    ChildEnded,
+    Continued,
+    Deny,
+    InboxEntry,
+    Resume,
+    UserInput,
+)
 from psych_core._state import RunState
 from psych_core._waits import buffers, resume_targets
 from psych_core._workflow_spec import WorkflowSpec
@@ -54,6 +63,9 @@ def receive(state: RunState, entry: InboxEntry) -> Body:
         case UserInput():
             if state.workflow is not None or isinstance(state.spec, WorkflowSpec):
                 return _ignored(entry, "a workflow run takes no user messages")
+        case Continued():
+            # Only an ended run's inbox holds one, and an ended run moves nothing in.
+            return _ignored(entry, f"run {signal.continuation} continues this run")
     return SignalReceived(number=entry.number, key=entry.key, signal=signal)
 
 

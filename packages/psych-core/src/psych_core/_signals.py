@@ -97,6 +97,20 @@ class UserInput(_Signal):
         return data
 
 
+class Continued(_Signal):
+    """The mark ``dispatch(..., continues=run_id)`` leaves in the inbox of the ended run it
+    continues, under the key `CONTINUED_KEY`: from then on that inbox takes nothing more, so
+    every message kept for the next run is in it before the mark, and the continuation takes
+    them all. Never moved into a log (the run has ended)."""
+
+    kind: Literal["continued"] = "continued"
+    continuation: str
+
+
+CONTINUED_KEY = "continued"
+"""The key of the `Continued` mark: single-use, as every key, so a run is continued once."""
+
+
 class ChildEnded(_Signal):
     """A child run ended; written by the child's final append into its parent's inbox."""
 
@@ -107,9 +121,18 @@ class ChildEnded(_Signal):
 
 
 Signal = Annotated[
-    Approve | Deny | Resume | Cancel | UserInput | ChildEnded, Field(discriminator="kind")
+    Approve | Deny | Resume | Cancel | UserInput | ChildEnded | Continued,
+    Field(discriminator="kind"),
 ]
 """Any signal a run's inbox can hold."""
+
+
+def accepted_after_end(signal: Signal) -> bool:
+    """Whether the inbox of a run that has ended still takes `signal`, until it holds the
+    `Continued` mark: a user message for the next run of the thread, and the mark itself."""
+    return isinstance(signal, Continued) or (
+        isinstance(signal, UserInput) and signal.queue == "next_run"
+    )
 
 
 class InboxEntry(BaseModel):

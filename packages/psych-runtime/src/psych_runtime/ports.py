@@ -24,6 +24,7 @@ a secret store or a policy:
 """
 
 from psych_core import (
+    CONTINUED_KEY,
     GUARANTEES,
     AppendResult,
     AssistantMessage,
@@ -67,6 +68,7 @@ from psych_core import (
     ToolResultMessage,
     UserMemory,
     UserMessage,
+    accepted_after_end,
     level_reached,
     streams_text,
     withhold_unmet,
@@ -89,6 +91,8 @@ __all__ = [
     "InboxEntry",
     "RunRow",
     "Page",
+    "CONTINUED_KEY",
+    "accepted_after_end",
     # the blob store port
     "BlobStore",
     # the model port, and the conversation it is given

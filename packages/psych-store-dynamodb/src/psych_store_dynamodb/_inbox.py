@@ -5,6 +5,11 @@ A signal is one transaction of three items: the run row's ``inbox_last`` goes fr
 decided on the row as it is), the entry is written at number n + 1, and the key's item is
 written on condition that it does not exist. Racing signals retry on the new count; a key
 used already cancels the transaction, so a decision is single-use.
+
+A run that has ended takes only a message for its next run, or the `Continued` mark, while its
+row has no ``continued`` attribute: the transaction that writes the mark sets it (to the mark's
+number), and an ended run's signal is written on condition that it is absent. With the count's
+condition, a message racing the mark is numbered before it or refused.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import datetime as dt
 from typing import Any
 
 from psych_core import (
+    CONTINUED_KEY,
     DuplicateSignal,
     InboxEntry,
     RunFinished,
@@ -22,6 +28,7 @@ from psych_core import (
     Signal,
     StoreError,
     StoreUnavailable,
+    accepted_after_end,
 )
 from psych_store_dynamodb._append import entry_item, key_item, wake
 from psych_store_dynamodb._client import backoff
@@ -33,6 +40,7 @@ from psych_store_dynamodb._layout import (
     inbox_sk,
     run_id_of,
     run_pk,
+    signal_key_sk,
 )
 from psych_store_dynamodb._rows import Item, Row, n, parse_row, s
 from psych_store_dynamodb._table import Table
@@ -47,7 +55,9 @@ async def signal(table: Table, tenant: str, run_id: str, body: Signal, key: str)
     for attempt in range(_TRIES):
         if row is None or row.run.tenant != tenant:
             raise RunNotFound(run_id)
-        if row.ended:
+        if row.ended and (row.continued is not None or not accepted_after_end(body)):
+            if await _key_taken(table, run_id, key):
+                raise DuplicateSignal(run_id, key)
             raise RunFinished(run_id, row.run.status)
         number = row.run.inbox_last + 1
         entry = InboxEntry(run_id=run_id, number=number, key=key, signal=body, at=table.clock())
@@ -62,8 +72,12 @@ async def signal(table: Table, tenant: str, run_id: str, body: Signal, key: str)
         update = Update()
         update.set("inbox_last", n(number))
         wake(update, row)
+        if key == CONTINUED_KEY:
+            update.set("continued", n(number))
         update.equal("inbox_last", n(row.run.inbox_last))
         update.equal("status", s(row.run.status))
+        if row.ended:
+            update.absent("continued")
         items: list[dict[str, Any]] = [
             {
                 "Update": {
@@ -90,6 +104,19 @@ async def signal(table: Table, tenant: str, run_id: str, body: Signal, key: str)
     raise StoreUnavailable(
         f"run {run_id}: {_TRIES} other signals committed while this one was sent; send it again"
     )
+
+
+async def _key_taken(table: Table, run_id: str, key: str) -> bool:
+    """Whether the run's inbox holds a signal with `key` (read consistently)."""
+    reply = await table.conn.call(
+        "GetItem",
+        TableName=table.name,
+        Key={"pk": s(run_pk(run_id)), "sk": s(signal_key_sk(key))},
+        ConsistentRead=True,
+        ProjectionExpression="#pk",
+        ExpressionAttributeNames={"#pk": "pk"},
+    )
+    return "Item" in reply
 
 
 async def signals(table: Table, run_id: str, after: int) -> list[InboxEntry]:

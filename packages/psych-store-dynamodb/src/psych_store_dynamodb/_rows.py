@@ -42,6 +42,9 @@ class Row:
     created_text: str
     """``created_at`` as written: part of the claim index's sort key."""
     idempotency_key: str | None = None
+    continued: int | None = None
+    """The number of the `Continued` mark in the run's inbox (the row's ``continued``
+    attribute, written with the mark), or None."""
 
     @property
     def run_id(self) -> str:
@@ -87,4 +90,10 @@ def parse_row(item: Mapping[str, Any]) -> Row:
             f"the run row {key!r} is not one this store wrote (missing or bad attribute: "
             f"{exc}); was the table changed by hand?"
         ) from None
-    return Row(run=run, created_text=created, idempotency_key=text_of(item, "idempotency_key"))
+    continued = item.get("continued")
+    return Row(
+        run=run,
+        created_text=created,
+        idempotency_key=text_of(item, "idempotency_key"),
+        continued=None if continued is None else int(continued["N"]),
+    )

@@ -59,6 +59,8 @@ class Sql:
     lease_diagnose: str
     signal: str
     signal_diagnose: str
+    signal_lock: str
+    signal_after_end: str
     read: str
     record_body: str
     signals: str
@@ -291,11 +293,40 @@ class Sql:
                 )
                 SELECT inbox_last, CASE WHEN woke THEN pg_notify('{work}', '') END FROM run
             """,
+            # Why `signal` wrote nothing ($4: the "continued" key): the key's entry, then the
+            # status, then whether an ended run was continued already.
             signal_diagnose=f"""
                 SELECT r.status,
                     (SELECT number FROM {s}.inbox WHERE run_id = $1 AND key = $3) AS number,
-                    (SELECT body FROM {s}.inbox WHERE run_id = $1 AND key = $3) AS body
+                    (SELECT body FROM {s}.inbox WHERE run_id = $1 AND key = $3) AS body,
+                    EXISTS (SELECT 1 FROM {s}.inbox WHERE run_id = $1 AND key = $4)
+                        AS continued
                 FROM {s}.runs r WHERE r.run_id = $1 AND r.tenant = $2
+            """,
+            # A run that has ended takes a message for its next run until its inbox holds the
+            # "continued" key: a transaction that first locks the row, so that the next
+            # statement's snapshot, taken under the lock, sees a mark committed by a racing
+            # signal (one statement would check the inbox in a snapshot taken before waiting).
+            signal_lock=f"""
+                SELECT status FROM {s}.runs WHERE run_id = $1 AND tenant = $2
+                FOR NO KEY UPDATE
+            """,
+            # Under that lock: numbered like any signal, nothing else of the row changes ($5:
+            # the "continued" key).
+            signal_after_end=f"""
+                WITH run AS (
+                    UPDATE {s}.runs SET inbox_last = inbox_last + 1
+                    WHERE run_id = $1 AND tenant = $2 AND status IN {FINAL}
+                        AND NOT EXISTS (
+                            SELECT 1 FROM {s}.inbox WHERE run_id = $1 AND key IN ($3, $5)
+                        )
+                    RETURNING inbox_last
+                ),
+                delivered AS (
+                    INSERT INTO {s}.inbox (run_id, number, key, body, at)
+                    SELECT $1, inbox_last, $3, $4, statement_timestamp() FROM run
+                )
+                SELECT inbox_last FROM run
             """,
             read=f"""
                 SELECT body FROM {s}.records

@@ -258,7 +258,8 @@ class PostgresStore(Store):
     # -- the inbox --------------------------------------------------------------------------
 
     async def signal(self, tenant: str, run_id: str, signal: Signal, key: str) -> int:
-        """Add a signal to the run's inbox in one statement; see `Store.signal`."""
+        """Add a signal to the run's inbox in one statement (to a run that has ended: a short
+        transaction); see `Store.signal`."""
         return await self._connections.run(
             f"signal({run_id}, key {key!r})",
             lambda conn, again: _inbox.signal(conn, self._sql, tenant, run_id, signal, key, again),

@@ -4,7 +4,9 @@ read back in number order.
 An entry's number is the run row's ``inbox_last`` plus one, set in the same ``BEGIN IMMEDIATE``
 transaction as the entry, so numbers follow commit order with no gap. A key is single-use for
 the life of the run (a unique index on ``(run_id, key)``). A run that is waiting is woken: it is
-claimable at once.
+claimable at once. A run that has ended takes only a signal that `accepted_after_end`, until its
+inbox holds the `Continued` mark; checked and written in the same transaction, so a message
+racing the mark is numbered before it or refused.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from psych_core import (
+    CONTINUED_KEY,
     FINAL_STATUSES,
     DuplicateSignal,
     InboxEntry,
@@ -20,6 +23,7 @@ from psych_core import (
     RunFinished,
     RunNotFound,
     Signal,
+    accepted_after_end,
 )
 from psych_store_sqlite._time import NEVER_BEFORE_MICROS, from_micros, now_micros
 
@@ -44,11 +48,29 @@ def signal(conn: sqlite3.Connection, tenant: str, run_id: str, body: Signal, key
         raise RunNotFound(run_id)
     status, inbox_last = row[1], int(row[2])
     if status in FINAL_STATUSES:
-        raise RunFinished(run_id, status)
+        _check_after_end(conn, run_id, status, body, key)
     number = inbox_last + 1
     if not _enqueue(conn, run_id, number, key, body, now_micros()):
         raise DuplicateSignal(run_id, key)
     return number
+
+
+def _check_after_end(
+    conn: sqlite3.Connection, run_id: str, status: str, body: Signal, key: str
+) -> None:
+    """Refuse a signal to an ended run unless it is for the run's next run and the run has not
+    been continued; a key already used is `DuplicateSignal` first. One more query."""
+    taken = {
+        found
+        for (found,) in conn.execute(
+            "SELECT key FROM psych_inbox WHERE run_id = ? AND key IN (?, ?)",
+            (run_id, key, CONTINUED_KEY),
+        )
+    }
+    if key in taken:
+        raise DuplicateSignal(run_id, key)
+    if not accepted_after_end(body) or CONTINUED_KEY in taken:
+        raise RunFinished(run_id, status)
 
 
 def deliver(conn: sqlite3.Connection, notices: Iterable[Notify], now: int) -> None:

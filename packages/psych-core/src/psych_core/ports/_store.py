@@ -339,10 +339,18 @@ class Store(Protocol):
 
         The number is the run row's ``inbox_last`` plus one (the row is updated in the same
         transaction), so numbers are 1, 2, 3, ... in commit order. `RunNotFound` when the run is
-        not in `tenant`; `RunFinished` when it has ended; `DuplicateSignal` when a signal with
-        `key` was already accepted for this run (keys live as long as the run). A run that is
-        ``waiting`` is woken: ``runnable_at`` := claimable at once ("-infinity"). A leased run
-        hears of the signal through the ``inbox_last`` that `renew` and `append` return.
+        not in `tenant`; `DuplicateSignal` when a signal with `key` was already accepted for
+        this run (keys live as long as the run), whether or not the run has ended. A run that
+        is ``waiting`` is woken: ``runnable_at`` := claimable at once ("-infinity"). A leased
+        run hears of the signal through the ``inbox_last`` that `renew` and `append` return.
+
+        A run that has ended raises `RunFinished`, except for a signal that
+        `accepted_after_end` (a user message for the next run of its thread, or the
+        `Continued` mark) while its inbox holds no entry with the key `CONTINUED_KEY`: that
+        one is numbered like any other, and nothing else of the run changes (its status, its
+        lease and ``runnable_at`` stay). The check and the insert are one transaction under
+        the run row's lock, so a message racing the mark is either numbered before it or
+        refused, never after it.
         """
         ...
 
@@ -499,6 +507,12 @@ class ScopedStore:
     async def signal(self, run_id: str, signal: Signal, key: str) -> int:
         """Add a signal to one of this tenant's runs' inbox; see `Store.signal`."""
         return await self.store.signal(self.scope.tenant, run_id, signal, key)
+
+    async def signals(self, run_id: str, after: int = 0) -> list[InboxEntry]:
+        """One of this tenant's runs' inbox entries numbered above `after`; `RunNotFound`
+        outside this tenant."""
+        await self.run(run_id)
+        return await self.store.signals(run_id, after)
 
     async def delete_run(self, run_id: str) -> bool:
         """Delete one of this tenant's runs; False when there is none."""

@@ -23,7 +23,7 @@ from psych_core import (
 )
 from psych_runtime._surface._signals import _redacted
 from psych_runtime.runtime import authorize
-from psych_runtime.runtime._continuation import continuation_id, undelivered
+from psych_runtime.runtime._continuation import continuation_id, kept_for_next_run
 
 QUEUES: tuple[UserQueue, ...] = ("steer", "follow_up", "next_run")
 
@@ -47,8 +47,10 @@ async def send(
     Messages reach the log in the order the inbox numbered them, each exactly once, through
     the same inbox as every signal: one sent while the run suspends, completes or is
     cancelled is moved in before the run's last record (a run that would end with it unseen
-    is refused and takes it first). So "cancel, then send a next-run message" is one ordered
-    sequence in the log. A run that has ended takes nothing (`RunFinished`); `key` makes the
+    is refused and takes it first). A run that has ended still takes ``next_run`` messages,
+    kept in its inbox for its continuation, until the continuation is dispatched; so "cancel,
+    then send a message for the next run" never races. Anything else to an ended run, or a
+    next-run message once it has been continued, raises `RunFinished`; `key` makes the
     message single-use (`DuplicateSignal`). Asks the policy ``send`` on the run.
     """
     authorize(store, "send", run_id, function="send")
@@ -84,7 +86,7 @@ async def thread(store: ScopedStore, run_id: str) -> Thread:
     return Thread(
         run_ids=tuple(state.run_id for state in states),
         messages=tuple(messages),
-        next_run=undelivered(states[-1]) if states[-1].ended else states[-1].next_run,
+        next_run=await kept_for_next_run(store, states[-1]),
     )
 
 

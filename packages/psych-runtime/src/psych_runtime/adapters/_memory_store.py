@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from psych_core import (
+    CONTINUED_KEY,
     FINAL_STATUSES,
     Conflict,
     DuplicateSignal,
@@ -23,6 +24,7 @@ from psych_core import (
     RunFinished,
     RunNotFound,
     Signal,
+    accepted_after_end,
 )
 from psych_core.ports import (
     AppendFence,
@@ -296,10 +298,12 @@ class MemoryStore(Store):
         run = self._runs.get(run_id)
         if run is None or run.row.tenant != tenant:
             raise RunNotFound(run_id)
-        if run.row.status in FINAL_STATUSES:
-            raise RunFinished(run_id, run.row.status)
         if key in run.signal_keys:
             raise DuplicateSignal(run_id, key)
+        # An ended run takes only messages for its next run, until it is continued.
+        ended = run.row.status in FINAL_STATUSES
+        if ended and (not accepted_after_end(signal) or CONTINUED_KEY in run.signal_keys):
+            raise RunFinished(run_id, run.row.status)
         number = self._enqueue(run, key, signal, self._clock())
         await self._notify()
         return number

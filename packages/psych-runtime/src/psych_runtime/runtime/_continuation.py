@@ -4,6 +4,10 @@ A run is continued at most once, so a thread is a chain and the messages a run k
 next run are taken exactly once. The continuation's id is derived from the run it continues:
 the store's refusal to create a second run with that id is what makes a second continuation
 impossible, even when two arrive together, and it lets `thread` walk the chain forwards.
+
+An ended run's inbox still takes messages for its next run, until the continuation leaves its
+`Continued` mark there (`Store.signal`): every such message is numbered before the mark, or
+refused, so the continuation, which reads the inbox after leaving the mark, takes them all.
 """
 
 from __future__ import annotations
@@ -11,11 +15,15 @@ from __future__ import annotations
 import hashlib
 
 from psych_core import (
+    CONTINUED_KEY,
     AgentSpec,
+    Continued,
+    DuplicateSignal,
     NotContinuable,
     RunAdmitted,
     RunState,
     ScopedStore,
+    UserInput,
     WorkflowSpec,
     carried_history,
     fold_all,
@@ -54,12 +62,45 @@ async def continuing(store: ScopedStore, run_id: str, spec: AgentSpec | Workflow
             f"it is still {state.status}; wait for it to end, or give it the message with "
             "send(store, run_id, message, queue='follow_up')",
         )
+    mark = await _mark_continued(store, run_id)
+    # Messages for the next run sent after the run ended wait in its inbox, before the mark.
+    late = tuple(
+        entry.signal.text
+        for entry in await store.signals(run_id, state.inbox_seen)
+        if entry.number < mark and isinstance(entry.signal, UserInput)
+    )
     return Continuing(
         run_id=run_id,
         history=carried_history(state),
-        queued=undelivered(state),
+        queued=(*undelivered(state), *late),
         history_tokens=state.context_tokens,
     )
+
+
+async def _mark_continued(store: ScopedStore, run_id: str) -> int:
+    """The number of the `Continued` mark in the inbox of `run_id`, left now or found there
+    (a retry of this continuation, or another racing it: the one whose run is created wins)."""
+    mark = Continued(continuation=continuation_id(run_id))
+    try:
+        return await store.signal(run_id, mark, CONTINUED_KEY)
+    except DuplicateSignal:
+        entries = await store.signals(run_id)
+        return next(entry.number for entry in entries if entry.key == CONTINUED_KEY)
+
+
+async def kept_for_next_run(store: ScopedStore, state: RunState) -> tuple[str, ...]:
+    """What the run folded in `state` keeps for the run that will continue it: the messages
+    it never gave its model and, once it has ended, those sent for its next run since (until
+    it is continued)."""
+    if not state.ended:
+        return state.next_run
+    late: list[str] = []
+    for entry in await store.signals(state.run_id, state.inbox_seen):
+        if entry.key == CONTINUED_KEY:
+            return ()  # its continuation took them all
+        if isinstance(entry.signal, UserInput):
+            late.append(entry.signal.text)
+    return (*undelivered(state), *late)
 
 
 def undelivered(state: RunState) -> tuple[str, ...]:

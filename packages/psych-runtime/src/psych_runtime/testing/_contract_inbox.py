@@ -9,9 +9,11 @@ import datetime as dt
 import pytest
 
 from psych_core import (
+    CONTINUED_KEY,
     Approve,
     Cancel,
     ChildEnded,
+    Continued,
     DuplicateSignal,
     InboxPending,
     Notify,
@@ -112,6 +114,71 @@ class InboxContract(StoreHarness):
             await store.signal(OTHER_TENANT, run_id, Resume(), "k")
         assert await store.signals(run_id) == []
         assert await store.signals("no-such-run") == []
+
+    async def test_an_ended_run_takes_messages_for_its_next_run_until_it_is_continued(
+        self, store: Store
+    ) -> None:
+        claim = await self.admit_and_claim(store)
+        run_id = claim.run_id
+        await self.append_entries(store, claim, 1, index=RunIndex(status="cancelled"))
+        before = await self.row(store, run_id)
+        kept = await store.signal(TENANT, run_id, UserInput(text="p.s.", queue="next_run"), "m1")
+        assert kept == before.inbox_last + 1
+        for refused in (
+            UserInput(text="steer"),
+            UserInput(text="later", queue="follow_up"),
+            Resume(),
+            Cancel(),
+        ):
+            with pytest.raises(RunFinished):
+                await store.signal(TENANT, run_id, refused, f"no-{refused.kind}")
+        with pytest.raises(RunNotFound):
+            await store.signal(OTHER_TENANT, run_id, UserInput(text="x", queue="next_run"), "x")
+        mark = await store.signal(TENANT, run_id, Continued(continuation="next"), CONTINUED_KEY)
+        assert mark == kept + 1
+        with pytest.raises(DuplicateSignal):
+            await store.signal(TENANT, run_id, Continued(continuation="other"), CONTINUED_KEY)
+        with pytest.raises(RunFinished):
+            await store.signal(TENANT, run_id, UserInput(text="too late", queue="next_run"), "m2")
+        entries = await store.signals(run_id, before.inbox_last)
+        assert [(e.number, e.key) for e in entries] == [(kept, "m1"), (mark, CONTINUED_KEY)]
+        assert entries[0].signal == UserInput(text="p.s.", queue="next_run")
+        after = await self.row(store, run_id)
+        assert (after.status, after.runnable_at, after.lease_owner, after.next_seq) == (
+            before.status,
+            before.runnable_at,
+            before.lease_owner,
+            before.next_seq,
+        )
+        assert run_id not in [row.run_id for row in await store.due(utc_now(), 100)]
+        # A key already used is refused as such, whether or not the run still takes signals.
+        for again in (Resume(), UserInput(text="again", queue="next_run")):
+            with pytest.raises(DuplicateSignal):
+                await store.signal(TENANT, run_id, again, "m1")
+
+    async def test_a_message_racing_the_continued_mark_lands_before_it_or_is_refused(
+        self, store: Store
+    ) -> None:
+        claim = await self.admit_and_claim(store)
+        run_id = claim.run_id
+        await self.append_entries(store, claim, 1, index=RunIndex(status="completed"))
+
+        async def send(index: int) -> int | None:
+            message = UserInput(text=f"m{index}", queue="next_run")
+            try:
+                return await store.signal(TENANT, run_id, message, f"m{index}")
+            except RunFinished:
+                return None
+
+        sends = [send(index) for index in range(16)]
+        mark = store.signal(TENANT, run_id, Continued(continuation="next"), CONTINUED_KEY)
+        results = await asyncio.gather(*sends[:8], mark, *sends[8:])
+        marked = results[8]
+        assert marked is not None
+        kept = [number for number in results[:8] + results[9:] if number is not None]
+        assert all(number < marked for number in kept), (kept, marked)
+        entries = await store.signals(run_id)
+        assert sorted(e.number for e in entries if e.key != CONTINUED_KEY) == sorted(kept)
 
     async def test_a_signal_wakes_a_waiting_run(self, store: Store) -> None:
         claim = await self.admit_and_claim(store)
