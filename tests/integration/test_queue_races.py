@@ -165,22 +165,35 @@ async def _race(store: Store, url: str) -> None:
         for worker in workers:
             stop(worker)
 
-    accepted_total = refused_total = late_kept = 0
+    accepted_total = refused_total = after_end_total = 0
     for run_id in run_ids:
         log = await scoped.read(run_id)
         state = fold_all(RunState.empty(run_id), log)
-        accepted = [s for s in sent[run_id] if s.number is not None]
-        accepted_total += len(accepted)
-        refused_total += len(sent[run_id]) - len(accepted)
-        # In the log exactly once, under the number the inbox gave it, in inbox order.
+        everything = sent[run_id] + late[run_id]
+        accepted = [s for s in everything if s.number is not None]
+        accepted_total += len([s for s in sent[run_id] if s.number is not None])
+        refused_total += len([s for s in sent[run_id] if s.number is None])
+        # Each accepted message is once in the run's inbox under the number it was given:
+        # moved into the log (SignalReceived) while the run went on, or, sent for the next run
+        # after the run ended, left in the inbox before the continuation's Continued mark.
         moved = [
             (r.body.number, r.body.signal.text)
             for r in log
             if isinstance(r.body, SignalReceived) and isinstance(r.body.signal, UserInput)
         ]
-        assert sorted(moved) == sorted((s.number, s.text) for s in accepted), run_id
-        refused = {s.text for s in sent[run_id] if s.number is None}
-        assert not refused & {text for _, text in moved}, "a refused message reached the log"
+        inbox = await scoped.signals(run_id)
+        (mark,) = [e.number for e in inbox if e.key == CONTINUED_KEY]
+        after_end = sorted(
+            (e.number, e.signal.text)
+            for e in inbox
+            if e.number > state.inbox_seen and isinstance(e.signal, UserInput)
+        )
+        assert all(number < mark for number, _ in after_end), run_id
+        assert all(text.endswith(":next_run") for _, text in after_end), run_id
+        assert sorted(moved + after_end) == sorted((s.number, s.text) for s in accepted), run_id
+        after_end_total += len(after_end)
+        refused = {s.text for s in everything if s.number is None}
+        assert not refused & {text for _, text in moved + after_end}, "a refused message landed"
         numbers = [r.body.number for r in log if isinstance(r.body, SignalReceived | SignalIgnored)]
         assert numbers == sorted(numbers) and len(numbers) == len(set(numbers)), run_id
         assert not [r for r in log if isinstance(r.body, SignalIgnored) and "user" in r.body.key]
@@ -191,7 +204,7 @@ async def _race(store: Store, url: str) -> None:
             for m in state.conversation.messages()
             if isinstance(m, UserMessage) and m.text.startswith(run_id)
         ]
-        kept = list(undelivered(state))
+        kept = list(undelivered(state)) + [text for _, text in after_end]
         for queue in QUEUES:
             ours = [s.text for s in accepted if s.queue == queue]
             landed = [t for t in said + kept if t.endswith(f":{queue}")]
@@ -201,19 +214,12 @@ async def _race(store: Store, url: str) -> None:
                 queue,
             )
         assert len(said) + len(kept) == len(accepted), run_id
-        assert all(t.endswith(":next_run") for t in said) is False or not said
         assert not [t for t in said if t.endswith(":next_run")], "a next-run message reached it"
-        # The continuation carries exactly what was kept, once, in order, then the messages
-        # for the next run that reached the ended run before its Continued mark; a message
-        # refused after the mark is carried nowhere.
+        # The continuation carries exactly what was kept, once, in order: what the run never
+        # gave its model, then what reached its inbox after it ended, before the mark.
         first = (await scoped.read(continued[run_id], -1, 1))[0].body
         assert isinstance(first, RunAdmitted) and first.continues == run_id
-        inbox = await scoped.signals(run_id)
-        (mark,) = [e.number for e in inbox if e.key == CONTINUED_KEY]
-        numbered = sorted((s.number, s.text) for s in late[run_id] if s.number is not None)
-        assert all(number < mark for number, _ in numbered), run_id
-        assert list(first.queued) == kept + [text for _, text in numbered], run_id
-        late_kept += len(numbered)
+        assert list(first.queued) == kept, run_id
     assert accepted_total > RUNS, "the races barely happened: too few messages reached runs"
-    assert late_kept > 0, "no message for the next run reached an ended run before its mark"
+    assert after_end_total > 0, "no message for the next run reached an ended run before its mark"
     assert accepted_total + refused_total == RUNS * MESSAGES
