@@ -22,6 +22,7 @@ import asyncio
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psych_runtime
@@ -39,23 +40,31 @@ SPEC = AgentSpec(
 FILLER = " ".join(["word"] * 80)
 
 
+def size(request: ModelRequest) -> int:
+    """The request's size in characters, instructions and messages."""
+    return len(request.instructions or "") + sum(
+        len(getattr(m, "text", None) or getattr(m, "content", "") or "") for m in request.messages
+    )
+
+
+@dataclass
 class SizedModel:
-    """Answers at once; usage from the request's size (four characters a token)."""
+    """Answers at once, summarises when asked (model ``small``), and reports usage from the
+    request's size (four characters a token), as a provider would; keeps every request."""
+
+    requests: list[ModelRequest] = field(default_factory=list)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
         if request.model.model == "small":
             text = "The user asked numbered questions; each was answered."
         else:
             last = next(m for m in reversed(request.messages) if isinstance(m, UserMessage))
             text = f"Answer to {last.text[:12]}: {FILLER}"
-        size = len(request.instructions or "") + sum(
-            len(getattr(m, "text", None) or getattr(m, "content", "") or "")
-            for m in request.messages
-        )
         return ModelResponse(
             model=request.model.model,
             text=text,
-            usage=Usage(input=size // 4, output=len(text) // 4),
+            usage=Usage(input=size(request) // 4, output=len(text) // 4),
             usage_source="provider",
         )
 

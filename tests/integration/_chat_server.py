@@ -16,14 +16,22 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 
+from psych_runtime import OpenAIChatClient
+
 Json = dict[str, Any]
+
+API_KEY = "sk-test-9f8e7d6c5b4a39281706"
+"""The API key the `make_client` fixture's clients send (from a secret resolver)."""
+
+MakeClient = Callable[..., OpenAIChatClient]
+"""The `make_client` fixture: an OpenAIChatClient for the server, options as keywords."""
 
 
 @dataclass

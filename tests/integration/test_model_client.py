@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Any
 
@@ -32,7 +31,9 @@ from psych_runtime.ports import (
     UserMessage,
 )
 from tests.integration._chat_server import (
+    API_KEY,
     ChatServer,
+    MakeClient,
     Scripted,
     chunk,
     completion,
@@ -41,30 +42,6 @@ from tests.integration._chat_server import (
     usage,
     usage_chunk,
 )
-
-API_KEY = "sk-test-9f8e7d6c5b4a39281706"
-
-MakeClient = Callable[..., OpenAIChatClient]
-
-
-@pytest.fixture
-async def make_client(server: ChatServer) -> AsyncIterator[MakeClient]:
-    clients: list[OpenAIChatClient] = []
-
-    def make(**options: Any) -> OpenAIChatClient:
-        options.setdefault("egress", EgressPolicy(allow_loopback=True))
-        options.setdefault(
-            "secrets", EnvSecretResolver(["TEST_KEY"], environ={"TEST_KEY": API_KEY})
-        )
-        options.setdefault("api_key_secret", "TEST_KEY")
-        options.setdefault("backoff", 0.01)
-        client = OpenAIChatClient(server.base_url, **options)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        await client.aclose()
 
 
 def ask(model: str = "gpt-test", fallbacks: tuple[str, ...] = (), **extra: Any) -> ModelRequest:

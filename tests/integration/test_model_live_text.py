@@ -4,15 +4,15 @@ scripted OpenAI-compatible server on loopback: the response is the same as witho
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
-from psych_runtime import EgressPolicy, ModelRef, OpenAIChatClient, Usage
+from psych_runtime import ModelRef, Usage
 from psych_runtime.ports import ModelRequest, UserMessage, streams_text
 from tests.integration._chat_server import (
     ChatServer,
+    MakeClient,
     Scripted,
     chunk,
     completion,
@@ -21,25 +21,6 @@ from tests.integration._chat_server import (
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-MakeClient = Callable[..., OpenAIChatClient]
-
-
-@pytest.fixture
-async def make_client(server: ChatServer) -> AsyncIterator[MakeClient]:
-    clients: list[OpenAIChatClient] = []
-
-    def make(**options: Any) -> OpenAIChatClient:
-        options.setdefault("egress", EgressPolicy(allow_loopback=True))
-        options.setdefault("api_key_secret", None)
-        options.setdefault("backoff", 0.01)
-        client = OpenAIChatClient(server.base_url, **options)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        await client.aclose()
 
 
 def ask() -> ModelRequest:

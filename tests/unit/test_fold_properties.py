@@ -196,7 +196,7 @@ def test_rejected_answers_with_signals_fold_every_way(data: st.DataObject) -> No
 def test_logs_with_threads_queues_questions_and_compactions_fold_every_way(
     data: st.DataObject, chunk: int
 ) -> None:
-    from psych_core import carried_history
+    from psych_core import carried_history, own_messages
     from tests.unit._simulate_signals import CONVERSATION_SPEC, Simulation
 
     records = Simulation(data, spec=CONVERSATION_SPEC).run()
@@ -227,7 +227,7 @@ def test_logs_with_threads_queues_questions_and_compactions_fold_every_way(
     assert list(whole.next_run) == kept
     said = sum(
         1
-        for m in whole.conversation.messages()[whole.carried :]
+        for m in (own.message for own in own_messages(whole))
         if getattr(m, "role", "") == "user" and getattr(m, "text", "") in ("also this", "and then")
     )
     waiting = len(whole.pending_input) + len(whole.follow_ups)

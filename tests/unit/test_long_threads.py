@@ -7,51 +7,15 @@ what cannot flake: bytes through the store, and what the model is sent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import psych_runtime
-from psych_runtime import AgentSpec, MemoryStore, ModelRef, Scope, Usage
-from psych_runtime.conversations import Compaction, thread
-from psych_runtime.ports import ModelRequest, ModelResponse, UserMessage
+from bench.thread_turns import FILLER, SPEC, SizedModel, size
+from psych_runtime import MemoryStore, Scope
+from psych_runtime.conversations import thread
 from psych_runtime.records import ConversationCompacted, Record
 
 SCOPE = Scope(tenant="acme")
-SPEC = AgentSpec(
-    name="chat",
-    model=ModelRef(model="big"),
-    compaction=Compaction(threshold_tokens=120, keep_turns=1, model=ModelRef(model="small")),
-)
-FILLER = " ".join(["word"] * 80)
-
-
-def size(request: ModelRequest) -> int:
-    """The request's size in characters, instructions and messages."""
-    return len(request.instructions or "") + sum(
-        len(getattr(m, "text", None) or getattr(m, "content", "") or "") for m in request.messages
-    )
-
-
-@dataclass
-class SizedModel:
-    """Answers every question, summarises when asked, and reports usage from the request's size
-    (four characters a token), as a provider would."""
-
-    requests: list[ModelRequest] = field(default_factory=list)
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        if request.model.model == "small":
-            text = "The user asked numbered questions; each was answered."
-        else:
-            last = next(m for m in reversed(request.messages) if isinstance(m, UserMessage))
-            text = f"Answer to {last.text[:12]}: {FILLER}"
-        tokens = size(request) // 4
-        return ModelResponse(
-            model=request.model.model,
-            text=text,
-            usage=Usage(input=tokens, output=len(text) // 4),
-            usage_source="provider",
-        )
+# The thread's model and spec are the benchmark's (bench.thread_turns): the same thread,
+# counted here in bytes and timed there.
 
 
 def log_bytes(records: list[Record]) -> int:

@@ -256,7 +256,6 @@ def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
     conversation = state.conversation
     for message in body.history:
         conversation = conversation.add(message)
-    carried = len(conversation)
     for text in body.queued:
         conversation = conversation.add(UserMessage(text))
     return replace(
@@ -265,7 +264,6 @@ def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
         admitted=body,
         admitted_at=record.at,
         status="queued",
-        carried=carried,
         context_tokens=body.history_tokens,
         conversation=conversation.add(UserMessage(body.input)),
         turns=1,
@@ -342,7 +340,6 @@ def _compacted(state: RunState, record: Record, body: ConversationCompacted) -> 
         summary=body.summary,
         kept_from=body.kept_from,
         context_tokens=None,
-        compactions=state.compactions + 1,
         usage=usage,
     )
 

@@ -291,6 +291,7 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
     children: list[str] = []
     rejected: list[RejectedOutput] = []
     answer: tuple[int, str | None] = (-1, None)
+    compactions = 0
     for record in records:
         state = fold(state, record)
         body = record.body
@@ -324,6 +325,7 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
                         "outcome": "pending",
                     }
             case ConversationCompacted():
+                compactions += 1
                 # The summarising call is a model call like any other: it uses and costs.
                 if body.usage is not None:
                     usage = usage + body.usage
@@ -399,7 +401,7 @@ def build_report(state: RunState, records: Iterable[Record]) -> Report:
         rejected_outputs=tuple(rejected),
         steps=steps,
         continues=admitted.continues,
-        compactions=state.compactions,
+        compactions=compactions,
         attempts=state.attempt,
         started_at=started_at,
         ended_at=last_at if state.ended else None,

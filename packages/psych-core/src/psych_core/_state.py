@@ -156,9 +156,6 @@ class RunState:
             a finished call sets it back to 0.
         call_counts: how many times the model asked for each call, by a digest of its tool and
             canonical arguments (`AgentSpec.max_identical_calls`); one entry per distinct call.
-        carried: how many messages at the start of `conversation` a continuation carried from
-            the run it continues (`RunAdmitted.history`); the rest, from the messages that run
-            kept for it (`queued`) on, are its own.
         follow_ups: user messages sent as ``follow_up`` that wait for the model's answer to
             everything before them.
         next_run: user messages sent as ``next_run``, kept for the run that continues this one.
@@ -168,7 +165,6 @@ class RunState:
         summary: the summary of the compacted part of the conversation, once compacted.
         kept_from: the index in `conversation` of the first message sent as it is after the
             summary (0 before any compaction).
-        compactions: how many times the conversation was compacted.
     """
 
     run_id: str
@@ -199,13 +195,11 @@ class RunState:
     workflow: WorkflowProgress | None = None
     failed_streak: int = 0
     call_counts: Mapping[str, int] = field(default_factory=dict)
-    carried: int = 0
     follow_ups: tuple[str, ...] = ()
     next_run: tuple[str, ...] = ()
     context_tokens: int | None = None
     summary: str | None = None
     kept_from: int = 0
-    compactions: int = 0
 
     @classmethod
     def empty(cls, run_id: str, spec: AgentSpec | WorkflowSpec | None = None) -> RunState:

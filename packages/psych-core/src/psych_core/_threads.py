@@ -61,5 +61,8 @@ def carried_history(state: RunState) -> tuple[Message, ...]:
 
 def own_messages(state: RunState) -> tuple[ThreadMessage, ...]:
     """The messages of the run folded in `state` after what it carried from its predecessor."""
-    messages = state.conversation.messages()[state.carried :]
+    # A continuation's conversation opens with what it carried (`RunAdmitted.history`); its
+    # own messages start with those its predecessor kept for it (`queued`).
+    carried = len(state.admitted.history) if state.admitted is not None else 0
+    messages = state.conversation.messages()[carried:]
     return tuple(ThreadMessage(run_id=state.run_id, message=message) for message in messages)

@@ -57,6 +57,15 @@ class Settings:
     retry_for: float
     application_name: str
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_size <= self.max_size or self.max_size < 1:
+            raise ValueError(
+                "need 0 <= min_size <= max_size and max_size >= 1, not "
+                f"min_size={self.min_size}, max_size={self.max_size}"
+            )
+        if self.retry_for < 0 or self.connect_timeout <= 0:
+            raise ValueError("retry_for must be >= 0 and connect_timeout > 0")
+
 
 def describe_dsn(dsn: str, schema: str) -> str:
     """Where the store is, for messages: host, port, database and schema; never a password."""

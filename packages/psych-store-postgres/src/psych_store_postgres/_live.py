@@ -17,8 +17,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
@@ -259,17 +258,6 @@ class PostgresLiveChannel(LiveChannel):
                 except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
                     conn.terminate()
         self._sender = None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 async def _drain(queue: asyncio.Queue[LiveText | LiveConnectionLost]) -> AsyncIterator[LiveText]:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self
 
 import asyncpg
 
 from psych_core.ports import (
     Fact,
+    UserMemory,
     check_fact,
     check_owner,
     check_recall,
@@ -59,7 +58,7 @@ class _Statements:
         )
 
 
-class PostgresUserMemory:
+class PostgresUserMemory(UserMemory):
     """A `UserMemory` in a PostgreSQL database, shared by workers and apps on any number of
     hosts.
 
@@ -100,13 +99,6 @@ class PostgresUserMemory:
         retry_for: float = 10.0,
         application_name: str = "psych-memory",
     ) -> None:
-        if not 0 <= min_size <= max_size or max_size < 1:
-            raise ValueError(
-                f"need 0 <= min_size <= max_size and max_size >= 1, not min_size={min_size}, "
-                f"max_size={max_size}"
-            )
-        if retry_for < 0 or connect_timeout <= 0:
-            raise ValueError("retry_for must be >= 0 and connect_timeout > 0")
         self._sql = _Statements.for_schema(schema)
         self._schema = schema
         self._where = describe_dsn(dsn, schema)
@@ -131,17 +123,6 @@ class PostgresUserMemory:
 
     def __repr__(self) -> str:
         return f"PostgresUserMemory({self._where})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the pool. Calling it again does nothing."""

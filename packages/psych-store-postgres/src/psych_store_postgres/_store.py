@@ -105,13 +105,6 @@ class PostgresStore(Store):
         application_name: str = "psych-store",
         listen_dsn: str | None = None,
     ) -> None:
-        if not 0 <= min_size <= max_size or max_size < 1:
-            raise ValueError(
-                f"need 0 <= min_size <= max_size and max_size >= 1, not min_size={min_size}, "
-                f"max_size={max_size}"
-            )
-        if retry_for < 0 or connect_timeout <= 0:
-            raise ValueError("retry_for must be >= 0 and connect_timeout > 0")
         self._sql = Sql.for_schema(schema)
         self._where = describe_dsn(dsn, schema)
         self._limits = limits

@@ -6,12 +6,31 @@ Every function here blocks: they run in a `Lane`'s thread, never on the event lo
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
 
 from psych_core import PsychError, StoreError, StoreUnavailable
+
+
+def shared_file(
+    path: str | os.PathLike[str], busy_timeout: float, *, who: str, instead: str
+) -> str:
+    """`path` as a string, checked to name a file several connections can share (not an
+    in-memory database), with a positive `busy_timeout`: `ValueError` naming `who` and what
+    to use `instead` otherwise."""
+    checked = os.fspath(path)
+    if checked in ("", ":memory:") or checked.startswith("file::memory:"):
+        raise ValueError(
+            f"{who} needs a file that several connections share, not an in-memory "
+            f"database; use {instead}"
+        )
+    if busy_timeout <= 0:
+        raise ValueError(f"busy_timeout must be positive, not {busy_timeout}")
+    return checked
+
 
 # Primary result codes (https://www.sqlite.org/rescode.html).
 _BUSY = 5

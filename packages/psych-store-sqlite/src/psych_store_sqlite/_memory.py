@@ -7,18 +7,17 @@ import os
 import sqlite3
 import uuid
 from functools import partial
-from types import TracebackType
-from typing import Self
 
 from psych_core.ports import (
     Fact,
+    UserMemory,
     check_fact,
     check_owner,
     check_recall,
     folded,
     query_terms,
 )
-from psych_store_sqlite._connection import open_connection
+from psych_store_sqlite._connection import open_connection, shared_file
 from psych_store_sqlite._lane import Lane
 from psych_store_sqlite._memory_schema import migrate
 from psych_store_sqlite._time import from_micros, now_micros
@@ -26,7 +25,7 @@ from psych_store_sqlite._time import from_micros, now_micros
 _COLUMNS = "fact_id, text, at, key, run_id"
 
 
-class SQLiteUserMemory:
+class SQLiteUserMemory(UserMemory):
     """A `UserMemory` in one SQLite file, shared by any number of processes on one host.
 
     Its table (``psych_user_facts``) and version table (``psych_memory_schema_version``) may
@@ -46,15 +45,13 @@ class SQLiteUserMemory:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
-        self._path = os.fspath(path)
-        if self._path in ("", ":memory:") or self._path.startswith("file::memory:"):
-            raise ValueError(
-                "SQLiteUserMemory needs a file that several connections share, not an "
-                "in-memory database; use psych_runtime.conversations.LocalUserMemory for a "
-                "memory that dies with the process"
-            )
-        if busy_timeout <= 0:
-            raise ValueError(f"busy_timeout must be positive, not {busy_timeout}")
+        self._path = shared_file(
+            path,
+            busy_timeout,
+            who="SQLiteUserMemory",
+            instead="psych_runtime.conversations.LocalUserMemory for a memory that dies with "
+            "the process",
+        )
         self._lane = Lane(
             "psych-sqlite-memory",
             partial(open_connection, self._path, busy_timeout, read_only=False),
@@ -69,17 +66,6 @@ class SQLiteUserMemory:
 
     def __repr__(self) -> str:
         return f"SQLiteUserMemory({self._path!r})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the connection and end the thread. Calling it again does nothing."""

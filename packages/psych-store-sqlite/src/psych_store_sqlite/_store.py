@@ -21,7 +21,7 @@ from psych_core.ports import (
     check_first_record,
 )
 from psych_store_sqlite import _append, _inbox, _leases, _reads, _writes
-from psych_store_sqlite._connection import open_connection
+from psych_store_sqlite._connection import open_connection, shared_file
 from psych_store_sqlite._lane import Lane
 from psych_store_sqlite._schema import migrate
 from psych_store_sqlite._time import from_micros, now_micros, to_micros, ttl_micros
@@ -65,14 +65,12 @@ class SQLiteStore(Store):
         busy_timeout: float = 5.0,
         limits: StoreLimits = DEFAULT_LIMITS,
     ) -> None:
-        self._path = os.fspath(path)
-        if self._path in ("", ":memory:") or self._path.startswith("file::memory:"):
-            raise ValueError(
-                "SQLiteStore needs a file that several connections share, not an in-memory "
-                "database; use psych_runtime.MemoryStore for a store that dies with the process"
-            )
-        if busy_timeout <= 0:
-            raise ValueError(f"busy_timeout must be positive, not {busy_timeout}")
+        self._path = shared_file(
+            path,
+            busy_timeout,
+            who="SQLiteStore",
+            instead="psych_runtime.MemoryStore for a store that dies with the process",
+        )
         self._busy_timeout = busy_timeout
         self._limits = limits
         self._writer = Lane(

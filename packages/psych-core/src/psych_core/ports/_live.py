@@ -13,6 +13,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from psych_core.ports._closing import Closing
+
 
 @dataclass(frozen=True, slots=True)
 class LiveText:
@@ -45,7 +47,7 @@ class LiveText:
 
 
 @runtime_checkable
-class LiveChannel(Protocol):
+class LiveChannel(Closing, Protocol):
     """Carries `LiveText` from the process calling the model to the processes following the run.
 
     `publish` is best effort: it may drop a piece (a full buffer, a broken connection) but
@@ -64,6 +66,8 @@ class LiveChannel(Protocol):
     The channel knows nothing of tenants: it is a deployment's plumbing, like the store. Apps
     reach it through `stream_text`, which checks that the caller's scoped store may read the
     run before it subscribes.
+
+    `close` (and ``async with``, from `Closing`) releases its connections.
 
     Certified by `psych_runtime.testing.live_contract.LiveChannelContract`.
     """

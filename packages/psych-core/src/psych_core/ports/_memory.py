@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from psych_core._errors import InvalidFact
+from psych_core.ports._closing import Closing
 
 MAX_FACT_CHARS = 2_000
 """The longest fact, in characters."""
@@ -46,7 +47,7 @@ class Fact:
 
 
 @runtime_checkable
-class UserMemory(Protocol):
+class UserMemory(Closing, Protocol):
     """Facts about end users that outlive runs: what the built-in ``remember`` and ``forget``
     tools write, and what the runtime recalls into a run's instructions before each model call
     (`AgentSpec.memory`).
@@ -82,6 +83,7 @@ class UserMemory(Protocol):
           `MAX_RECALL` is `ValueError` (the `check_*` functions here say which). Anything
           the adapter cannot reach is `StoreUnavailable` (safe to retry: `remember` by its
           key); any other failure a `StoreError`.
+        - `close` (and ``async with``, from `Closing`) releases its connections.
     """
 
     async def remember(

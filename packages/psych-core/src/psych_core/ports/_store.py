@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from psych_core._errors import RunNotFound
 from psych_core._records import Record
 from psych_core._scope import Scope
 from psych_core._signals import InboxEntry, Signal
 from psych_core._state import RunStatusName, WaitingReason
+from psych_core.ports._closing import Closing
 from psych_core.ports._policy import Policy, PolicyAction
 from psych_core.ports._secrets import SecretResolver
 
@@ -182,7 +182,7 @@ class Page[T]:
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(Closing, Protocol):
     """Where runs live. One contract, every adapter (the suite in `psych_runtime.testing`).
 
     Atomicity: `create_run`, `append` and `claim` are each all or nothing.
@@ -215,22 +215,6 @@ class Store(Protocol):
     def limits(self) -> StoreLimits:
         """The largest record and batch this store accepts."""
         return self._limits
-
-    async def close(self) -> None:
-        """Release what the store holds; calling it again does nothing. This default holds
-        nothing: an adapter with connections or threads overrides it."""
-        return  # a statement of its own: with a docstring alone, type checkers see no body
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def migrate(self) -> None:
         """Create or upgrade the schema: numbered steps, idempotent, safe run concurrently."""

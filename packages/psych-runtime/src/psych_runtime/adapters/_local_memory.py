@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from psych_core.ports import (
     Fact,
+    UserMemory,
     check_fact,
     check_owner,
     check_recall,
@@ -33,7 +34,7 @@ class _User:
     keys: dict[str, str] = field(default_factory=dict)
 
 
-class LocalUserMemory:
+class LocalUserMemory(UserMemory):
     """A `UserMemory` in this process's memory: for tests, `session()` and one-process apps.
 
     Every method runs without awaiting anything, so each is atomic on the event loop; use one

@@ -92,13 +92,15 @@ def finished_record(
         tool_calls=calls,
         usage=response.usage,
         usage_source="missing" if response.usage is None else response.usage_source,
-        cost=_override(response, prices),
+        cost=call_cost(response, prices),
         finish_reason=response.finish_reason,
         recalled=recalled,
     )
 
 
-def _override(response: ModelResponse, prices: PriceTable | None) -> Cost | None:
+def call_cost(response: ModelResponse, prices: PriceTable | None) -> Cost | None:
+    """What a call cost: the provider's own price, else the app's `prices` for the model that
+    served, else what the client priced it at (None when nobody knows)."""
     cost = response.cost
     if prices is None or response.usage is None or (cost is not None and cost.source == "provider"):
         return cost

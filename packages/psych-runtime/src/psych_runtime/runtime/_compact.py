@@ -24,7 +24,7 @@ from psych_core import (
 )
 from psych_core._compaction import SUMMARY_INSTRUCTIONS
 from psych_runtime.model._pricing import PriceTable
-from psych_runtime.model._turn import failure_record, finished_record
+from psych_runtime.model._turn import call_cost, failure_record
 
 ASK = "Summarise the conversation above, as your instructions say."
 
@@ -62,15 +62,14 @@ async def compact(
             "summary text"
         )
         return [*failed, CompactionFailed(model=response.model, error=error)]
-    priced = finished_record(response, state.next_seq + len(failed), prices)
     done = ConversationCompacted(
         kept_from=kept_from,
         summary=(response.text or "").strip(),
         tokens=state.context_tokens or 0,
-        model=priced.model,
-        usage=priced.usage,
-        usage_source=priced.usage_source,
-        cost=priced.cost,
+        model=response.model,
+        usage=response.usage,
+        usage_source="missing" if response.usage is None else response.usage_source,
+        cost=call_cost(response, prices),
     )
     return [*failed, done]
 

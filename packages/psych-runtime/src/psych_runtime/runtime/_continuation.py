@@ -12,6 +12,7 @@ refused, so the continuation, which reads the inbox after leaving the mark, take
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 from psych_core import (
@@ -19,6 +20,7 @@ from psych_core import (
     AgentSpec,
     Continued,
     DuplicateSignal,
+    InboxEntry,
     NotContinuable,
     RunAdmitted,
     RunState,
@@ -62,13 +64,11 @@ async def continuing(store: ScopedStore, run_id: str, spec: AgentSpec | Workflow
             f"it is still {state.status}; wait for it to end, or give it the message with "
             "send(store, run_id, message, queue='follow_up')",
         )
-    mark = await _mark_continued(store, run_id)
-    # Messages for the next run sent after the run ended wait in its inbox, before the mark.
-    late = tuple(
-        entry.signal.text
-        for entry in await store.signals(run_id, state.inbox_seen)
-        if entry.number < mark and isinstance(entry.signal, UserInput)
-    )
+    # The mark first: from then on the inbox takes nothing more, so what it holds before the
+    # mark is everything sent for the next run since the run ended.
+    with contextlib.suppress(DuplicateSignal):  # a retry, or a continuation racing this one
+        await store.signal(run_id, Continued(continuation=continuation_id(run_id)), CONTINUED_KEY)
+    late, _ = _sent_after_end(await store.signals(run_id, state.inbox_seen))
     return Continuing(
         run_id=run_id,
         history=carried_history(state),
@@ -77,30 +77,26 @@ async def continuing(store: ScopedStore, run_id: str, spec: AgentSpec | Workflow
     )
 
 
-async def _mark_continued(store: ScopedStore, run_id: str) -> int:
-    """The number of the `Continued` mark in the inbox of `run_id`, left now or found there
-    (a retry of this continuation, or another racing it: the one whose run is created wins)."""
-    mark = Continued(continuation=continuation_id(run_id))
-    try:
-        return await store.signal(run_id, mark, CONTINUED_KEY)
-    except DuplicateSignal:
-        entries = await store.signals(run_id)
-        return next(entry.number for entry in entries if entry.key == CONTINUED_KEY)
-
-
 async def kept_for_next_run(store: ScopedStore, state: RunState) -> tuple[str, ...]:
     """What the run folded in `state` keeps for the run that will continue it: the messages
     it never gave its model and, once it has ended, those sent for its next run since (until
-    it is continued)."""
+    it is continued, when its continuation has taken them all)."""
     if not state.ended:
         return state.next_run
+    late, continued = _sent_after_end(await store.signals(state.run_id, state.inbox_seen))
+    return () if continued else (*undelivered(state), *late)
+
+
+def _sent_after_end(entries: list[InboxEntry]) -> tuple[tuple[str, ...], bool]:
+    """The next-run messages among an ended run's entries that no attempt moved in, up to its
+    `Continued` mark, and whether the mark is there."""
     late: list[str] = []
-    for entry in await store.signals(state.run_id, state.inbox_seen):
+    for entry in entries:
         if entry.key == CONTINUED_KEY:
-            return ()  # its continuation took them all
+            return tuple(late), True
         if isinstance(entry.signal, UserInput):
             late.append(entry.signal.text)
-    return (*undelivered(state), *late)
+    return tuple(late), False
 
 
 def undelivered(state: RunState) -> tuple[str, ...]:
