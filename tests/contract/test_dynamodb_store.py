@@ -35,6 +35,7 @@ from psych_core import (
     RunAdmitted,
     RunIndex,
     RunQuery,
+    SchemaVersion,
     Scope,
     Store,
     StoreError,
@@ -528,6 +529,35 @@ async def test_a_schema_newer_than_the_package_is_refused(store: DynamoDBStore) 
         )
     with pytest.raises(StoreError, match="upgrade psych-store-dynamodb"):
         await store.migrate()
+
+
+async def test_asking_a_missing_table_its_version_creates_nothing() -> None:
+    async with open_store() as store:
+        found = await store.schema_version()
+        assert found == SchemaVersion(applied=0, known=SCHEMA_VERSION)
+        assert found.state == "behind"
+        async with raw_client() as client:
+            tables = await client.list_tables()
+        assert store.table not in tables["TableNames"]
+
+
+async def test_a_migrated_table_is_current(store: DynamoDBStore) -> None:
+    found = await store.schema_version()
+    assert found == SchemaVersion(applied=SCHEMA_VERSION, known=SCHEMA_VERSION)
+    assert found.state == "current"
+
+
+async def test_a_table_a_newer_release_migrated_is_ahead(store: DynamoDBStore) -> None:
+    async with raw_client() as client:
+        await client.update_item(
+            TableName=store.table,
+            Key={"pk": {"S": "#SCHEMA"}, "sk": {"S": "#SCHEMA"}},
+            UpdateExpression="SET version = :v",
+            ExpressionAttributeValues={":v": {"N": str(SCHEMA_VERSION + 1)}},
+        )
+    found = await store.schema_version()  # said, not refused as migrate() refuses it
+    assert found == SchemaVersion(applied=SCHEMA_VERSION + 1, known=SCHEMA_VERSION)
+    assert found.state == "ahead"
 
 
 async def test_every_process_must_use_the_tables_shard_count(store: DynamoDBStore) -> None:

@@ -26,6 +26,7 @@ from psych_core import (
     Record,
     RunAdmitted,
     RunIndex,
+    SchemaVersion,
     Scope,
     Store,
     StoreError,
@@ -36,6 +37,7 @@ from psych_core import (
 )
 from psych_runtime.testing.store_contract import StoreContract
 from psych_store_mysql import DEFAULT_LIMITS, SCHEMA_VERSION, MySQLStore
+from psych_store_mysql._schema import lock_name
 from tests._mysql_databases import (
     admin,
     base_database,
@@ -226,6 +228,42 @@ async def test_a_schema_newer_than_the_package_is_refused(store: MySQLStore, dat
     )
     with pytest.raises(StoreError, match="upgrade psych-store-mysql"):
         await store.migrate()
+
+
+async def test_asking_a_never_migrated_database_its_version_creates_nothing(
+    database: str,
+) -> None:
+    async with MySQLStore(url_for(database)) as store:
+        found = await store.schema_version()
+    assert found == SchemaVersion(applied=0, known=SCHEMA_VERSION)
+    assert found.state == "behind"
+    assert await rows(database, "SHOW TABLES FROM {db}") == []
+
+
+async def test_a_migrated_database_is_current_and_read_while_a_migration_holds_the_lock(
+    store: MySQLStore, database: str
+) -> None:
+    holder = await _lock_holder(lock_name(database))
+    try:
+        async with asyncio.timeout(5):  # GET_LOCK is not asked for
+            found = await store.schema_version()
+    finally:
+        holder.close()
+    assert found == SchemaVersion(applied=SCHEMA_VERSION, known=SCHEMA_VERSION)
+    assert found.state == "current"
+
+
+async def test_a_database_a_newer_release_migrated_is_ahead(
+    store: MySQLStore, database: str
+) -> None:
+    await rows(
+        database,
+        "INSERT INTO {db}.psych_schema_version VALUES "
+        f"({SCHEMA_VERSION + 1}, 'from the future', UTC_TIMESTAMP(6))",
+    )
+    found = await store.schema_version()
+    assert found == SchemaVersion(applied=SCHEMA_VERSION + 1, known=SCHEMA_VERSION)
+    assert found.state == "ahead"
 
 
 async def test_a_database_without_the_schema_says_to_migrate(database: str) -> None:

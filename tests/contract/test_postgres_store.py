@@ -26,6 +26,7 @@ from psych_core import (
     Resume,
     RunAdmitted,
     RunIndex,
+    SchemaVersion,
     Scope,
     Store,
     StoreError,
@@ -34,6 +35,7 @@ from psych_core import (
 )
 from psych_runtime.testing.store_contract import StoreContract
 from psych_store_postgres import SCHEMA_VERSION, PostgresStore
+from psych_store_postgres._schema import advisory_key
 from tests._pg_proxy import proxy_to
 from tests._postgres import connect, drop_schema, new_schema, test_dsn
 
@@ -185,6 +187,68 @@ async def test_a_schema_without_the_tables_says_to_migrate(schema: str) -> None:
         with pytest.raises(StoreError, match=r"store\.migrate\(\)") as refused:
             await store.get_run("t", "run-1")
         assert not isinstance(refused.value, StoreUnavailable)
+
+
+# -- the schema version, read without changing anything -------------------------------------
+
+
+async def _schema_and_tables(schema: str) -> tuple[bool, list[str]]:
+    """Whether `schema` exists, and the tables in it."""
+    conn = await connect()
+    try:
+        exists = await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema)
+        rows = await conn.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 "
+            "ORDER BY table_name",
+            schema,
+        )
+        return bool(exists), [row["table_name"] for row in rows]
+    finally:
+        await conn.close()
+
+
+async def test_asking_a_never_migrated_schema_its_version_creates_nothing(schema: str) -> None:
+    async with PostgresStore(test_dsn(), schema=schema) as store:
+        found = await store.schema_version()
+        assert found == SchemaVersion(applied=0, known=SCHEMA_VERSION)
+        assert found.state == "behind"
+        assert await _schema_and_tables(schema) == (False, [])
+
+        conn = await connect()  # a schema an operator made beforehand, still empty
+        try:
+            await conn.execute(f"CREATE SCHEMA {schema}")
+        finally:
+            await conn.close()
+        assert await store.schema_version() == SchemaVersion(applied=0, known=SCHEMA_VERSION)
+        assert await _schema_and_tables(schema) == (True, [])
+
+
+async def test_a_migrated_schema_is_current_and_read_while_a_migration_holds_the_lock(
+    store: PostgresStore,
+) -> None:
+    holder = await connect()
+    try:
+        await holder.execute("SELECT pg_advisory_lock($1)", advisory_key(store.schema))
+        async with asyncio.timeout(5):  # the migration lock is not taken
+            found = await store.schema_version()
+    finally:
+        await holder.close()
+    assert found == SchemaVersion(applied=SCHEMA_VERSION, known=SCHEMA_VERSION)
+    assert found.state == "current"
+
+
+async def test_a_schema_a_newer_release_migrated_is_ahead(store: PostgresStore) -> None:
+    conn = await connect()
+    try:
+        await conn.execute(
+            f"INSERT INTO {store.schema}.schema_version (version, name) VALUES ($1, 'future')",
+            SCHEMA_VERSION + 1,
+        )
+    finally:
+        await conn.close()
+    found = await store.schema_version()
+    assert found == SchemaVersion(applied=SCHEMA_VERSION + 1, known=SCHEMA_VERSION)
+    assert found.state == "ahead"
 
 
 # -- one round trip per append, and what a claim costs ------------------------------------

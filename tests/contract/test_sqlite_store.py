@@ -28,6 +28,7 @@ from psych_core import (
     RunAdmitted,
     RunIndex,
     RunQuery,
+    SchemaVersion,
     Scope,
     Store,
     StoreError,
@@ -289,6 +290,58 @@ async def test_a_file_without_the_schema_says_to_migrate(tmp_path: Path) -> None
     async with SQLiteStore(tmp_path / "empty.db") as store:
         with pytest.raises(StoreError, match=r"store\.migrate\(\)"):
             await store.get_run("t", "run-1")
+
+
+# -- the schema version, read without changing anything -------------------------------------
+
+
+def files(folder: Path) -> dict[str, int]:
+    """The files in `folder`, and their sizes."""
+    return {path.name: path.stat().st_size for path in folder.iterdir()}
+
+
+def tables(db: Path) -> list[str]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        return [name for (name,) in found.fetchall()]
+
+
+async def test_asking_a_never_migrated_file_its_version_creates_nothing(tmp_path: Path) -> None:
+    missing, empty, used = tmp_path / "missing.db", tmp_path / "empty.db", tmp_path / "used.db"
+    empty.touch()
+    async with SQLiteStore(used) as store:  # a store that was used, but never migrated
+        with pytest.raises(StoreError, match=r"store\.migrate\(\)"):
+            await store.get_run("t", "run-1")
+    for db in (missing, empty, used):
+        async with SQLiteStore(db) as store:
+            found = await store.schema_version()
+        assert found == SchemaVersion(applied=0, known=SCHEMA_VERSION), db.name
+        assert found.state == "behind"
+    assert files(tmp_path) == {"empty.db": 0, "used.db": used.stat().st_size}
+    assert tables(used) == []
+
+
+async def test_a_migrated_file_is_current_and_read_while_a_write_holds_the_lock(
+    store: SQLiteStore,
+) -> None:
+    with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as holder:
+        holder.execute("BEGIN IMMEDIATE")  # another process writing, or migrating
+        async with asyncio.timeout(2):  # the read lane does not wait for it
+            found = await store.schema_version()
+        holder.execute("ROLLBACK")
+    assert found == SchemaVersion(applied=SCHEMA_VERSION, known=SCHEMA_VERSION)
+    assert found.state == "current"
+
+
+async def test_a_file_a_newer_release_migrated_is_ahead(store: SQLiteStore) -> None:
+    with contextlib.closing(sqlite3.connect(store.path)) as conn, conn:
+        conn.execute(
+            "INSERT INTO psych_schema_version VALUES (?, 'from the future', 'now')",
+            (SCHEMA_VERSION + 1,),
+        )
+    found = await store.schema_version()
+    assert found == SchemaVersion(applied=SCHEMA_VERSION + 1, known=SCHEMA_VERSION)
+    assert found.state == "ahead"
 
 
 async def test_the_settings_are_in_force(store: SQLiteStore) -> None:

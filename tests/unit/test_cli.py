@@ -34,13 +34,15 @@ def psych(*args: str) -> tuple[int, str, str]:
 
 
 EXIT_CODES = {
-    "psych": "0 done; 1 (inspect) the run failed, was cancelled or was not found; 2 usage error",
+    "psych": "0 done; 1 (inspect) the run failed, was cancelled or was not found, (doctor) a "
+    "check is not fine; 2 usage error",
     "new": "0 done; 2 usage error (bad option or name, a folder that is not empty); 130",
     "skills": "0 done; 2 usage error (bad option, no such folder, skills that differ",
     "skills install": "0 done; 2 usage error (bad option, no such folder",
     "skills list": "0 done; 2 usage error",
     "inspect": "0 done; 1 the run failed, was cancelled or was not found; 2 usage error",
     "runs": "0 done; 2 usage error (bad option or store URL); 3 store unusable",
+    "doctor": "0 everything checked is fine; 1 something checked is not fine",
 }
 """Each command's help, and the start of the exit codes it lists."""
 

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from psych_cli._exit import (
+    DOCTOR_EXIT_CODES,
     EXIT_CODES_HELP,
     INSPECT_EXIT_CODES,
     NEW_EXIT_CODES,
@@ -310,6 +311,47 @@ def runs(
                 console=_log_out,
             )
         )
+
+    _finish(run)
+
+
+@app.command(cls=_Command, epilog=DOCTOR_EXIT_CODES)
+def doctor(
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            "-s",
+            metavar="URL",
+            envvar="PSYCH_STORE",
+            show_envvar=True,
+            help="A store to check, in the forms inspect and runs take. Without it (or "
+            "PSYCH_STORE), no store is checked.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            max=600,
+            metavar="SECONDS",
+            help="How long the store, and the container engine, may take to answer.",
+        ),
+    ] = 5.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead, for programs.")
+    ] = False,
+) -> None:
+    """Check a deployment: what is installed, whether the store answers, which sandboxes work
+    here and what each can prove, the default egress policy, telemetry. Read-only.
+
+    Exits 1 when something it checked is not fine; the machine's facts alone never do.
+    """
+
+    def run() -> ExitCode:
+        from psych_cli._doctor import doctor as diagnose
+
+        return diagnose(store, timeout=timeout, as_json=as_json, console=_log_out)
 
     _finish(run)
 

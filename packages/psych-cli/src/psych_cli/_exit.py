@@ -11,7 +11,9 @@ class ExitCode(IntEnum):
     OK = 0
     """Done: for `inspect`, the run exists and has not failed or been cancelled."""
     RUN_FAILED = 1
-    """The run failed or was cancelled, or there is no such run in the tenant."""
+    """The run failed or was cancelled, or there is no such run in the tenant; for `doctor`,
+    something it checked is not fine (the store does not answer, holds no Psych schema, or its
+    schema is behind or newer than this adapter)."""
     USAGE = 2
     """The command line is wrong: an unknown option, a bad store URL, a folder that exists."""
     STORE = 3
@@ -34,7 +36,7 @@ def _exit_codes(*meanings: str) -> str:
 # Each command's help lists the codes that command can exit with; `psych --help` lists all.
 EXIT_CODES_HELP = _exit_codes(
     _DONE,
-    "1 (inspect) the run failed, was cancelled or was not found",
+    "1 (inspect) the run failed, was cancelled or was not found, (doctor) a check is not fine",
     "2 usage error (bad option or store URL, folder exists)",
     "3 (inspect, runs) store unusable (adapter not installed, unreachable, no Psych schema)",
     _INTERRUPTED,
@@ -47,6 +49,13 @@ RUNS_EXIT_CODES = _exit_codes(
 )
 NEW_EXIT_CODES = _exit_codes(
     _DONE, "2 usage error (bad option or name, a folder that is not empty)", _INTERRUPTED
+)
+DOCTOR_EXIT_CODES = _exit_codes(
+    "0 everything checked is fine",
+    "1 something checked is not fine (the store does not answer, holds no Psych schema, or "
+    "its schema is behind or newer than this adapter)",
+    "2 usage error (bad option or store URL)",
+    _INTERRUPTED,
 )
 SKILLS_EXIT_CODES = _exit_codes(
     _DONE,

@@ -140,6 +140,21 @@ from psych_core._signals import (
     accepted_after_end,
 )
 from psych_core._skills import LOAD_SKILL_TOOL
+from psych_core._spans import (
+    CONTENT_ATTRIBUTES,
+    REQUIRED_ATTRIBUTES,
+    TRACE_MAP,
+    AttributeValue,
+    OpenToolCall,
+    Operation,
+    PlanContext,
+    PlannedSpan,
+    SpanEvent,
+    TraceView,
+    fold_view,
+    plan_batch,
+    usage_attributes,
+)
 from psych_core._spec import (
     ASK_TOOL,
     FORGET_TOOL,
@@ -174,6 +189,14 @@ from psych_core._state import (
 )
 from psych_core._templates import UrlTemplate, placeholders
 from psych_core._threads import Thread, ThreadMessage, carried_history, own_messages
+from psych_core._trace import (
+    TraceParent,
+    child_traceparent,
+    derived_trace_id,
+    parse_traceparent,
+    run_trace_id,
+    span_id_of,
+)
 from psych_core._usage import Cost, CostSource, Usage, UsageSource
 from psych_core._waits import resume_target, resume_targets, wait_event
 from psych_core._workflow_events import (
@@ -272,6 +295,8 @@ from psych_core.ports import (
     Batch,
     BlobStore,
     Claim,
+    Claimed,
+    Committed,
     ExecLimits,
     ExecRequest,
     ExecResult,
@@ -290,6 +315,7 @@ from psych_core.ports import (
     ModelToolCall,
     Network,
     NewRun,
+    NoTelemetry,
     Notify,
     Page,
     Policy,
@@ -299,14 +325,18 @@ from psych_core.ports import (
     RunQuery,
     RunRow,
     Sandbox,
+    SchemaVersion,
     ScopedStore,
     SecretResolver,
+    Stopped,
     Store,
     StoreLimits,
+    Telemetry,
     TextSink,
     TextStreamingModel,
     ToolDefinition,
     UserMemory,
+    VersionedSchema,
     blob_ref,
     is_blob_ref,
     level_at_least,
@@ -560,11 +590,13 @@ __all__ = [
     "RunIndex",
     "RunQuery",
     "RunRow",
+    "SchemaVersion",
     "ScopedStore",
     "SecretResolver",
     "Store",
     "StoreLimits",
     "ToolDefinition",
+    "VersionedSchema",
     # sandboxes
     "ExecLimits",
     "ExecRequest",
@@ -640,4 +672,29 @@ __all__ = [
     "UserMemory",
     # agent skills
     "LOAD_SKILL_TOOL",
+    # telemetry: the port, and the trace a run's log makes
+    "Claimed",
+    "Committed",
+    "NoTelemetry",
+    "Stopped",
+    "Telemetry",
+    "AttributeValue",
+    "CONTENT_ATTRIBUTES",
+    "OpenToolCall",
+    "Operation",
+    "PlanContext",
+    "PlannedSpan",
+    "REQUIRED_ATTRIBUTES",
+    "SpanEvent",
+    "TRACE_MAP",
+    "TraceParent",
+    "TraceView",
+    "child_traceparent",
+    "derived_trace_id",
+    "fold_view",
+    "parse_traceparent",
+    "plan_batch",
+    "run_trace_id",
+    "span_id_of",
+    "usage_attributes",
 ]

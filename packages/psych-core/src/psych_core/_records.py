@@ -56,6 +56,10 @@ class RunAdmitted(_Body):
     before `input`, and the size the provider last measured its conversation at
     (`history_tokens`, for `AgentSpec.compaction`; None when unmeasured). Left out of the
     JSON when empty.
+
+    `traceparent` is the W3C trace context of the request that admitted the run (`dispatch`
+    inside a traced request) or, for a child run, of its parent's tool call: the run's spans
+    join that trace (`psych_core.run_trace_id`). Left out of the JSON when None.
     """
 
     type: Literal["run_admitted"] = "run_admitted"
@@ -74,13 +78,14 @@ class RunAdmitted(_Body):
     history: tuple[CarriedMessage, ...] = ()
     queued: tuple[str, ...] = ()
     history_tokens: int | None = None
+    traceparent: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_thread_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # A run that continues nothing writes what it wrote before threads existed: the log
         # stays as small, and a worker that predates threads still reads it.
         data: dict[str, Any] = handler(self)
-        for name in ("continues", "history", "queued", "history_tokens"):
+        for name in ("continues", "history", "queued", "history_tokens", "traceparent"):
             if name in data and not data[name]:
                 del data[name]
         return data

@@ -14,6 +14,8 @@ releases what); the adapters in the box implement them and are exported at the t
     SecretResolver  EnvSecretResolver
     Policy          AllowAll
     Clock           SystemClock
+    Telemetry       NoTelemetry; OTelTelemetry in           telemetry_contract.TelemetryContract
+                    psych-telemetry-otel
 
 An app that only runs agents needs none of this: it hands an adapter to `session`, `dispatch`
 or `Worker` and calls the functions at the top. Write against this module to add a store, a
@@ -24,13 +26,22 @@ a secret store or a policy:
 """
 
 from psych_core import (
+    CONTENT_ATTRIBUTES,
     CONTINUED_KEY,
     GUARANTEES,
+    REQUIRED_ATTRIBUTES,
+    TRACE_MAP,
     AppendResult,
     AssistantMessage,
     Batch,
     BlobStore,
+    CallOutcome,
+    CallState,
     Claim,
+    Claimed,
+    Committed,
+    ContainerFrame,
+    Conversation,
     ExecLimits,
     ExecRequest,
     ExecResult,
@@ -39,6 +50,7 @@ from psych_core import (
     Guarantee,
     InboxEntry,
     IsolationLevel,
+    ItemOutputs,
     LimitName,
     LiveChannel,
     LiveText,
@@ -50,30 +62,50 @@ from psych_core import (
     ModelToolCall,
     Network,
     NewRun,
+    NoTelemetry,
     Notify,
+    OpenToolCall,
     Page,
+    PlanContext,
+    PlannedSpan,
     Policy,
     PolicyAction,
     RenewResult,
     RunIndex,
     RunRow,
+    RunState,
     Sandbox,
+    SchemaVersion,
     SecretResolver,
+    SpanEvent,
+    StepResult,
+    Stopped,
     Store,
     StoreLimits,
+    Telemetry,
     TextSink,
     TextStreamingModel,
     ToolCall,
     ToolDefinition,
     ToolResultMessage,
+    TraceParent,
+    TraceView,
     UserMemory,
     UserMessage,
+    VersionedSchema,
+    WorkflowProgress,
     accepted_after_end,
+    fold_view,
     level_reached,
+    parse_traceparent,
+    plan_batch,
+    run_trace_id,
+    span_id_of,
     streams_text,
     withhold_unmet,
 )
 from psych_runtime import _claim
+from psych_runtime.adapters._schema_version import schema_version
 from psych_runtime.model.egress import Egress, EgressResponse
 from psych_runtime.runtime import Clock
 
@@ -93,6 +125,10 @@ __all__ = [
     "Page",
     "CONTINUED_KEY",
     "accepted_after_end",
+    # a store's schema version, read without changing it
+    "SchemaVersion",
+    "VersionedSchema",
+    "schema_version",
     # the blob store port
     "BlobStore",
     # the model port, and the conversation it is given
@@ -132,6 +168,34 @@ __all__ = [
     # user memory: facts about end users that outlive runs
     "UserMemory",
     "Fact",
+    # telemetry: what the runtime reports, and the spans a run's log makes
+    "Telemetry",
+    "NoTelemetry",
+    "Claimed",
+    "Committed",
+    "RunState",
+    "CallState",
+    "CallOutcome",
+    "ContainerFrame",
+    "ItemOutputs",
+    "StepResult",
+    "Conversation",
+    "WorkflowProgress",
+    "Stopped",
+    "PlannedSpan",
+    "SpanEvent",
+    "PlanContext",
+    "TraceView",
+    "OpenToolCall",
+    "plan_batch",
+    "fold_view",
+    "REQUIRED_ATTRIBUTES",
+    "CONTENT_ATTRIBUTES",
+    "TRACE_MAP",
+    "TraceParent",
+    "parse_traceparent",
+    "run_trace_id",
+    "span_id_of",
     # secrets, policy and time
     "SecretResolver",
     "Policy",

@@ -244,14 +244,29 @@ async def _ensure_index(
     return description
 
 
-async def _read_version(conn: Connection, claim_shards: int) -> int:
+async def stored_version(conn: Connection) -> int:
+    """The schema version the table records: 0 when the table or its schema item does not
+    exist. One consistent ``GetItem``, nothing checked against this package, nothing written."""
+    try:
+        item = await _schema_item(conn)
+    except TableMissing:
+        return 0
+    return 0 if item is None else int_of(item, "version")
+
+
+async def _schema_item(conn: Connection) -> dict[str, Any] | None:
     reply = await conn.call(
         "GetItem",
         TableName=conn.table,
         Key={"pk": s(SCHEMA_PK), "sk": s(SCHEMA_SK)},
         ConsistentRead=True,
     )
-    item = reply.get("Item")
+    item: dict[str, Any] | None = reply.get("Item")
+    return item
+
+
+async def _read_version(conn: Connection, claim_shards: int) -> int:
+    item = await _schema_item(conn)
     if item is None:
         return 0
     version = int_of(item, "version")

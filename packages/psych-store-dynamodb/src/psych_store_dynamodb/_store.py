@@ -20,6 +20,7 @@ from psych_core import (
     RenewResult,
     RunQuery,
     RunRow,
+    SchemaVersion,
     Signal,
     Store,
     StoreLimits,
@@ -151,6 +152,13 @@ class DynamoDBStore(Store):
         await _schema.migrate(
             self._conn, self._table.shards, self._table.clock, self._migrate_timeout
         )
+
+    async def schema_version(self) -> SchemaVersion:
+        """The schema version the table records, against this package's newest; read-only
+        (one consistent read of the schema item): a table that does not exist is at 0 and is
+        not created."""
+        applied = await _schema.stored_version(self._conn)
+        return SchemaVersion(applied=applied, known=_schema.LATEST_VERSION)
 
     # -- runs and their logs ----------------------------------------------------------------
 

@@ -84,3 +84,16 @@ async def get_spec(conn: Connection, version: str) -> str | None:
         f"SELECT spec_json FROM psych_specs WHERE version = {identifier(version, 'spec version')}"
     )
     return str(result.rows[0][0]) if result.rows else None
+
+
+async def schema_version(conn: Connection, table: str) -> int:
+    """The last migration `table` (the version table, in the connection's database) lists:
+    0 when there is no such table. Nothing is created and no lock is taken."""
+    found = await conn.one(
+        "SELECT 1 FROM information_schema.TABLES "
+        f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {text(table)}"
+    )
+    if not found.rows:
+        return 0
+    result = await conn.one(f"SELECT COALESCE(MAX(version), 0) FROM {table}")
+    return int(result.rows[0][0])

@@ -107,8 +107,11 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 LATEST_VERSION = MIGRATIONS[-1].version
 
+VERSION_TABLE = "psych_schema_version"
+"""The table that lists the database's applied migrations."""
+
 _VERSION_TABLE = f"""
-    CREATE TABLE IF NOT EXISTS psych_schema_version (
+    CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (
         version INT NOT NULL,
         name VARCHAR(255) NOT NULL,
         applied_at DATETIME(6) NOT NULL,

@@ -17,6 +17,7 @@ from psych_core.ports import (
     RenewResult,
     RunQuery,
     RunRow,
+    SchemaVersion,
     check_claim,
     check_first_record,
     check_ttl,
@@ -26,7 +27,7 @@ from psych_store_mysql import _append, _inbox, _leases, _reads, _runs
 from psych_store_mysql._driver import Connection, Settings
 from psych_store_mysql._literals import identifier, stamp
 from psych_store_mysql._pool import Pool
-from psych_store_mysql._schema import Server, migrate
+from psych_store_mysql._schema import LATEST_VERSION, VERSION_TABLE, Server, migrate
 
 DEFAULT_LIMITS = StoreLimits(max_append_bytes=6 * 1024 * 1024)
 """What one append may carry unless the store is given other limits: `StoreLimits`' defaults
@@ -213,6 +214,17 @@ class MySQLStore(Store):
         await self._pool.run(
             lambda conn, _: migrate(conn, self._settings), what="migrate", resend=True
         )
+
+    async def schema_version(self) -> SchemaVersion:
+        """The last migration the database has, against this package's newest; read-only: a
+        database without the version table is at 0 and gets none, and the migration lock
+        (``GET_LOCK``) is not taken."""
+        applied = await self._pool.run(
+            lambda conn, _: _reads.schema_version(conn, VERSION_TABLE),
+            what="read the schema version",
+            resend=True,
+        )
+        return SchemaVersion(applied=applied, known=LATEST_VERSION)
 
     # -- runs and their logs ----------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from psych_core.ports import (
     RenewResult,
     RunQuery,
     RunRow,
+    SchemaVersion,
     check_claim,
     check_first_record,
     check_ttl,
@@ -37,7 +38,7 @@ from psych_store_postgres._connections import Connection, Connections, Settings,
 from psych_store_postgres._errors import ClaimUnknown
 from psych_store_postgres._listener import Listener
 from psych_store_postgres._rows import check_aware, run_row
-from psych_store_postgres._schema import migrate
+from psych_store_postgres._schema import LATEST_VERSION, current_version, migrate
 from psych_store_postgres._sql import RUN_COLUMNS, Sql
 
 DEFAULT_LIMITS = StoreLimits()
@@ -154,6 +155,18 @@ class PostgresStore(Store):
             lambda conn, _again: migrate(conn, schema, self._where),
             resend=True,
         )
+
+    async def schema_version(self) -> SchemaVersion:
+        """The last migration the schema has, against this package's newest; read-only: a
+        schema (or version table) that does not exist is at 0 and is not created, and the
+        migration lock is not taken."""
+        schema = self._sql.schema
+        applied = await self._connections.run(
+            "schema_version()",
+            lambda conn, _again: current_version(conn, schema),
+            resend=True,
+        )
+        return SchemaVersion(applied=applied, known=LATEST_VERSION)
 
     # -- runs and their logs ----------------------------------------------------------------
 

@@ -97,3 +97,18 @@ def get_spec(conn: sqlite3.Connection, version: str) -> str | None:
     """The spec JSON stored under `version`."""
     row = conn.execute("SELECT spec_json FROM psych_specs WHERE version = ?", (version,)).fetchone()
     return None if row is None else str(row[0])
+
+
+def schema_version(conn: sqlite3.Connection, table: str) -> int:
+    """The last migration `table` (a version table) lists: 0 when there is no such table.
+
+    Nothing is written, so a file that was never migrated is left without tables. (Migrations
+    never drop the table: one that appears between the two statements is read whole.)
+    """
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()
+    if found is None:
+        return 0
+    row = conn.execute(f"SELECT COALESCE(MAX(version), 0) FROM {table}").fetchone()
+    return int(row[0])

@@ -110,11 +110,14 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 LATEST_VERSION = MIGRATIONS[-1].version
 
+VERSION_TABLE = "psych_schema_version"
+"""The table that lists the store's applied migrations."""
+
 
 def migrate(conn: sqlite3.Connection, path: str) -> int:
     """Apply every missing migration in one transaction; return the schema version."""
     where = f"SQLite store {path}"
-    return write_transaction(conn, apply, (MIGRATIONS, "psych_schema_version", where))
+    return write_transaction(conn, apply, (MIGRATIONS, VERSION_TABLE, where))
 
 
 def apply(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import sqlite3
@@ -17,13 +18,14 @@ from psych_core.ports import (
     RenewResult,
     RunQuery,
     RunRow,
+    SchemaVersion,
     check_claim,
     check_first_record,
 )
 from psych_store_sqlite import _append, _inbox, _leases, _reads, _writes
 from psych_store_sqlite._connection import open_connection, shared_file
 from psych_store_sqlite._lane import Lane
-from psych_store_sqlite._schema import migrate
+from psych_store_sqlite._schema import LATEST_VERSION, VERSION_TABLE, migrate
 from psych_store_sqlite._time import from_micros, now_micros, to_micros, ttl_micros
 
 DEFAULT_LIMITS = StoreLimits()
@@ -105,6 +107,19 @@ class SQLiteStore(Store):
         """Create or upgrade the schema: numbered steps in one transaction, safe to run at
         once from several processes."""
         await self._writer.run(migrate, self._path)
+
+    async def schema_version(self) -> SchemaVersion:
+        """The last migration the file has, against this package's newest; read-only.
+
+        A file that does not exist, or is empty, is at 0 and stays as it is (no file, no
+        table is made). Otherwise the read lane reads the version table, whose absence is 0.
+        (Like the store's first call of any kind, it switches a database no `SQLiteStore` has
+        opened yet to WAL mode; a file the store made is in WAL mode already.)
+        """
+        if not await asyncio.to_thread(_has_content, self._path):
+            return SchemaVersion(applied=0, known=LATEST_VERSION)
+        applied = await self._reader.run(_reads.schema_version, VERSION_TABLE)
+        return SchemaVersion(applied=applied, known=LATEST_VERSION)
 
     async def pragmas(self) -> dict[str, str | int]:
         """The settings in force on the writing connection, for operators and tests:
@@ -208,6 +223,15 @@ class SQLiteStore(Store):
             return seq is None or seq - 1 > after_seq
 
         await poll_until(ready, timeout, _POLLING)
+
+
+def _has_content(path: str) -> bool:
+    # Opening a missing file would create it, and an empty one would get a header written:
+    # neither holds a schema, so neither is opened.
+    try:
+        return os.stat(path).st_size > 0
+    except FileNotFoundError:
+        return False
 
 
 def _pragmas(conn: sqlite3.Connection) -> dict[str, str | int]:

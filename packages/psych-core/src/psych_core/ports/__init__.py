@@ -32,7 +32,12 @@ from psych_core.ports._memory import (
     matches,
     query_terms,
 )
-from psych_core.ports._migrations import Migration, migrations_after
+from psych_core.ports._migrations import (
+    Migration,
+    SchemaVersion,
+    VersionedSchema,
+    migrations_after,
+)
 from psych_core.ports._model import (
     ModelClient,
     ModelRequest,
@@ -79,6 +84,7 @@ from psych_core.ports._store import (
     Store,
     StoreLimits,
 )
+from psych_core.ports._telemetry import Claimed, Committed, NoTelemetry, Stopped, Telemetry
 
 __all__ = [
     "AppendResult",
@@ -136,6 +142,9 @@ __all__ = [
     "record_json",
     "run_row_of",
     "started_record",
+    # a store's schema version, read without changing it
+    "SchemaVersion",
+    "VersionedSchema",
     # blobs
     "BlobStore",
     "blob_ref",
@@ -162,4 +171,10 @@ __all__ = [
     "folded",
     "matches",
     "query_terms",
+    # telemetry: what the runtime reports of the runs it carries
+    "Claimed",
+    "Committed",
+    "NoTelemetry",
+    "Stopped",
+    "Telemetry",
 ]

@@ -18,6 +18,7 @@ from psych_core._state import RunStatusName, WaitingReason
 from psych_core.ports._closing import Closing
 from psych_core.ports._policy import Policy, PolicyAction
 from psych_core.ports._secrets import SecretResolver
+from psych_core.ports._telemetry import Telemetry
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,15 +391,18 @@ class Store(Closing, Protocol):
         *,
         policy: Policy | None = None,
         secrets: SecretResolver | None = None,
+        telemetry: Telemetry | None = None,
     ) -> ScopedStore:
         """This store, seen by `scope`: per-run calls see only the scope's tenant's runs.
 
         With a `policy`, every public function given the scoped store asks it first
         (`Policy.authorize`), and refuses with `PolicyDenied`. With `secrets` (the resolver
         the workers are given), every value it knows is redacted from what the public
-        functions store: a dispatched input, a signal waiting in a run's inbox.
+        functions store: a dispatched input, a signal waiting in a run's inbox. With
+        `telemetry` (the workers' `Runtime.telemetry`), `dispatch` records the trace it is
+        called in (`Telemetry.traceparent`), so the run joins the caller's trace.
         """
-        return ScopedStore(self, scope, policy=policy, secrets=secrets)
+        return ScopedStore(self, scope, policy=policy, secrets=secrets, telemetry=telemetry)
 
 
 class ScopedStore:
@@ -415,9 +419,11 @@ class ScopedStore:
         policy: what the public functions ask before acting (`authorize`); None allows all.
         secrets: the values the public functions redact from what they store (a dispatched
             input, a signal's payload, note or arguments) before the store sees it.
+        telemetry: where `dispatch` finds the trace it is called in; None: runs it admits
+            start traces of their own.
     """
 
-    __slots__ = ("policy", "scope", "secrets", "store")
+    __slots__ = ("policy", "scope", "secrets", "store", "telemetry")
 
     def __init__(
         self,
@@ -426,11 +432,13 @@ class ScopedStore:
         *,
         policy: Policy | None = None,
         secrets: SecretResolver | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.store = store
         self.scope = scope
         self.policy = policy
         self.secrets = secrets
+        self.telemetry = telemetry
 
     def authorize(self, action: PolicyAction, target: str) -> None:
         """Ask the policy whether this scope may do `action` to `target`; `PolicyDenied` if not.

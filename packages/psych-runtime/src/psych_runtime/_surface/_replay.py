@@ -22,7 +22,15 @@ from psych_core import (
     replay_start,
 )
 from psych_runtime.model.egress import Redactor
-from psych_runtime.runtime import Clock, SystemClock, admit, authorize, load_spec, new_run_id
+from psych_runtime.runtime import (
+    Clock,
+    SystemClock,
+    TelemetryFeed,
+    admit,
+    authorize,
+    load_spec,
+    new_run_id,
+)
 from psych_runtime.runtime._dispatch import check_debugging, check_workflow_input
 from psych_runtime.runtime._execute_state import spec_from_json
 
@@ -98,6 +106,7 @@ async def replay(
         idempotency_key=idempotency_key,
         debugging=debugging,
         replay_of=ReplayOf(run_id=run_id, from_step=start, steps=copied),
+        traceparent=TelemetryFeed(store.telemetry).traceparent(),
     )
     return new_id
 

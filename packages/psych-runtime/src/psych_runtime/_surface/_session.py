@@ -27,6 +27,7 @@ from psych_runtime.adapters import (
 )
 from psych_runtime.runtime import (
     Runtime,
+    TelemetryFeed,
     dispatch,
     drive,
     load_spec,
@@ -56,6 +57,7 @@ class Session:
         # as a worker does, and reads them back through `store`, the scoped handle.
         self._own = own
         self._registry = registry_of(runtime)
+        self._feed = TelemetryFeed(runtime.telemetry)
         self._worker_id = f"session:{new_worker_id()}"
 
     async def ask(
@@ -118,7 +120,9 @@ class Session:
             self._worker_id, leases.ttl, run_id=run_id, max_attempts=leases.max_attempts
         )
         if claim is not None:
-            driven = await drive(self._own, claim, self.runtime, self._registry, claimed_at=sent)
+            driven = await drive(
+                self._own, claim, self.runtime, self._registry, claimed_at=sent, feed=self._feed
+            )
             if driven.state is not None:
                 return view_of(driven.state)
             if driven.released and driven.error is not None:
@@ -172,7 +176,12 @@ async def session(
         own = OffloadingStore(own, blobs, threshold=blob_threshold)
     await own.migrate()
     policy = chosen.policy if chosen.policy is not None else AllowAll()
-    scoped = own.scoped(scope or DEFAULT_SCOPE, policy=policy, secrets=chosen.secrets)
+    scoped = own.scoped(
+        scope or DEFAULT_SCOPE,
+        policy=policy,
+        secrets=chosen.secrets,
+        telemetry=chosen.telemetry,
+    )
     created = Session(chosen, scoped, own)
     try:
         yield created

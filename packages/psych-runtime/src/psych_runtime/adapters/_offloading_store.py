@@ -28,7 +28,9 @@ from psych_core.ports import (
     RenewResult,
     RunQuery,
     RunRow,
+    SchemaVersion,
     Store,
+    VersionedSchema,
 )
 
 DEFAULT_BLOB_THRESHOLD = 64 * 1024
@@ -79,6 +81,20 @@ class OffloadingStore(Store):
     async def migrate(self) -> None:
         """Migrate the inner store."""
         await self.store.migrate()
+
+    async def schema_version(self) -> SchemaVersion:
+        """The inner store's schema version (see `VersionedSchema`): blobs have no schema.
+
+        Raises:
+            TypeError: the inner store does not report one (a `MemoryStore`, for one);
+                `psych_runtime.ports.schema_version` answers None for it instead.
+        """
+        if not isinstance(self.store, VersionedSchema):
+            raise TypeError(
+                f"{self.store!r} does not report a schema version; ask "
+                "psych_runtime.ports.schema_version(store), which answers None for it"
+            )
+        return await self.store.schema_version()
 
     async def close(self) -> None:
         """Close the inner store: the wrapper stands for it everywhere. The blob store is

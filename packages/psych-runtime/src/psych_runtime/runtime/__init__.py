@@ -15,6 +15,7 @@ from psych_runtime.runtime._ids import new_run_id, new_worker_id
 from psych_runtime.runtime._lease import Lease, with_lease
 from psych_runtime.runtime._legacy import runtime_of
 from psych_runtime.runtime._scoped import authorize
+from psych_runtime.runtime._telemetry_feed import TelemetryFeed
 from psych_runtime.runtime._worker import Worker
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "Parent",
     "Runtime",
     "SystemClock",
+    "TelemetryFeed",
     "Worker",
     "admit",
     "authorize",

@@ -79,13 +79,16 @@ async def admit(
     debugging: Debugging | None = None,
     replay_of: ReplayOf | None = None,
     continuing: Continuing | None = None,
+    traceparent: str | None = None,
 ) -> tuple[str, bool]:
     """Admit a run of `spec` on `input`; ``(run id, created)`` as `Store.create_run` answers.
 
     With an `idempotency_key`, the request is identified by the spec's version and the input
     as sent (before redaction: the same request with another secret in it is another request,
     and a resolver that learns a value later must not change it), and by what the debugging
-    and the replay chose, when anything.
+    and the replay chose, when anything. `traceparent` is the trace the run joins
+    (`RunAdmitted.traceparent`): not part of the request (a retry from another trace is the
+    same request).
     """
     version = spec.version
     await store.put_spec(version, spec.canonical_json())
@@ -105,6 +108,7 @@ async def admit(
         history=continuing.history if continuing else (),
         queued=continuing.queued if continuing else (),
         history_tokens=continuing.history_tokens if continuing else None,
+        traceparent=traceparent,
     )
     request: dict[str, object] = {"spec": version, "input": input}
     if debugging != Debugging():

@@ -26,6 +26,7 @@ from psych_core import (
     ChildEnded,
     ChildStarted,
     CollectChildren,
+    Committed,
     Compact,
     Finished,
     InboxPending,
@@ -78,6 +79,7 @@ from psych_runtime.runtime._faults import reach
 from psych_runtime.runtime._lease import Lease
 from psych_runtime.runtime._live_feed import complete_live
 from psych_runtime.runtime._recall import recall_for
+from psych_runtime.runtime._telemetry_feed import TelemetryFeed
 from psych_runtime.tools import (
     InvalidArguments,
     ResolvedTool,
@@ -114,6 +116,7 @@ class Attempt:
         lease: Lease | None = None,
         should_stop: Callable[[], bool] = lambda: False,
         resend_for: float = 10.0,
+        feed: TelemetryFeed | None = None,
     ) -> None:
         if state.spec is None or state.admitted is None:
             raise ValueError(f"run {state.run_id}: an attempt needs the state folded with its spec")
@@ -144,6 +147,10 @@ class Attempt:
         self._turn_resolved = False
         spec = state.spec
         # A workflow's tool steps may each set a timeout of their own for the same tool.
+        # Reported after each confirmed append, only when an adapter is configured.
+        self._feed = feed if feed is not None and feed.active else None
+        self._store_name = type(store).__name__
+        self._provider: str | None = getattr(runtime.model, "provider", None)
         self._step_timeouts: dict[str, float] = (
             {
                 step.name: step.timeout
@@ -387,7 +394,8 @@ class Attempt:
             notify=self._notices(records) if last else (),
         )
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._resend_for
+        sent = loop.time()
+        deadline = sent + self._resend_for
         delay = 0.05
         while True:
             try:
@@ -407,6 +415,11 @@ class Attempt:
         self.inbox_last = max(self.inbox_last, result.inbox_last)
         self._committed = after
         del self._staged[: len(records)]
+        if self._feed is not None:
+            seconds = loop.time() - sent
+            self._feed.committed(
+                Committed(records, after, self._store_name, seconds, self._provider)
+            )
         if last:
             self._timed_out_children.clear()
         for kind in dict.fromkeys(record.body.type for record in records):

@@ -23,6 +23,7 @@ from psych_core import (
     ToolCallFailed,
     ToolCallFinished,
     WorkflowTool,
+    child_traceparent,
 )
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._admission import Parent, admit
@@ -64,6 +65,8 @@ async def start_child(
             at=clock.now(),
             redactor=redactor or Redactor(),
             parent=Parent(parent.run_id, call.call_id, allowed),
+            # The child's spans go under the span of the call that started it.
+            traceparent=child_traceparent(parent.run_id, parent.admitted.traceparent, call.call_id),
         )
     return run_id
 

@@ -14,7 +14,15 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from psych_core import LiveChannel, ModelClient, Policy, Sandbox, SecretResolver, UserMemory
+from psych_core import (
+    LiveChannel,
+    ModelClient,
+    Policy,
+    Sandbox,
+    SecretResolver,
+    Telemetry,
+    UserMemory,
+)
 from psych_runtime.model import PriceTable
 from psych_runtime.model.egress import EgressPolicy
 from psych_runtime.runtime._clock import Clock, SystemClock
@@ -95,6 +103,9 @@ class Runtime:
             `stream_text`; the model is asked to stream only when this is set and it can.
         memory: where facts about end users are kept, for specs with ``memory=True``
             (`UserMemory`: `LocalUserMemory`, ``SQLiteUserMemory``, ``PostgresUserMemory``).
+        telemetry: where the runs' traces and measures go (`Telemetry`:
+            ``psych_telemetry_otel.OTelTelemetry``); nothing is reported when None. An adapter
+            that fails is counted and logged, and never fails a run.
     """
 
     model: ModelClient
@@ -112,6 +123,7 @@ class Runtime:
     cancel_grace: float = 10.0
     live: LiveChannel | None = None
     memory: UserMemory | None = None
+    telemetry: Telemetry | None = None
 
     def __post_init__(self) -> None:
         # Frozen all the way down: a list or dict passed in cannot change under the value.

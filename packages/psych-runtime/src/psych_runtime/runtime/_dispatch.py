@@ -21,6 +21,7 @@ from psych_runtime.runtime._clock import Clock, SystemClock
 from psych_runtime.runtime._continuation import continuation_id, continuing, existing_continuation
 from psych_runtime.runtime._ids import new_run_id
 from psych_runtime.runtime._scoped import authorize
+from psych_runtime.runtime._telemetry_feed import TelemetryFeed
 
 
 async def dispatch(
@@ -62,6 +63,9 @@ async def dispatch(
     naming the run that continues it, as does a run still going or a workflow run; another
     tenant's run is `RunNotFound`, like a missing one. It asks the policy ``read`` of that
     run first.
+
+    With telemetry on the store (``store.scoped(scope, telemetry=...)``), the trace the caller
+    is in (a traced request's) is recorded with the run, whose spans then join that trace.
     """
     authorize(store, "dispatch", spec.name, function="dispatch")
     debugging = check_debugging(spec, tuple(breakpoints), step_mode, function="dispatch")
@@ -72,6 +76,7 @@ async def dispatch(
         authorize(store, "read", continues, function="dispatch")
         thread = await continuing(store, continues, spec)
     now = (clock or SystemClock()).now()
+    traceparent = TelemetryFeed(store.telemetry).traceparent()
     try:
         admitted_id, _created = await admit(
             store,
@@ -84,6 +89,7 @@ async def dispatch(
             idempotency_key=idempotency_key,
             debugging=debugging,
             continuing=thread,
+            traceparent=traceparent,
         )
     except Conflict:
         if continues is None:

@@ -22,6 +22,7 @@ from psych_core import (
     CORRUPT_LOG,
     Batch,
     Claim,
+    Claimed,
     Conflict,
     CorruptLog,
     FoldError,
@@ -32,6 +33,7 @@ from psych_core import (
     RunFailed,
     RunIndex,
     RunState,
+    Stopped,
     Store,
     StoreUnavailable,
     ToolNotRegistered,
@@ -40,8 +42,9 @@ from psych_core import (
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._attempt import Attempt
 from psych_runtime.runtime._config import Runtime
-from psych_runtime.runtime._execute_state import load_state
+from psych_runtime.runtime._execute_state import load_log
 from psych_runtime.runtime._lease import Lease, with_lease
+from psych_runtime.runtime._telemetry_feed import TelemetryFeed
 from psych_runtime.tools import ToolRegistry
 
 log = logging.getLogger("psych_runtime.worker")
@@ -73,17 +76,38 @@ async def drive(
     *,
     claimed_at: float | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    feed: TelemetryFeed | None = None,
 ) -> Driven:
     """Run the claimed attempt until the run ends, suspends or `should_stop`; never raises
     for a way an attempt can stop (see the module's docstring).
 
     `claimed_at` is the event loop's time when the claim was sent: the lease counts from it.
-    `registry` is `registry_of(runtime)`, made once by the worker or session that owns it.
+    `registry` is `registry_of(runtime)`, and `feed` reports to `Runtime.telemetry`: each made
+    once by the worker or session that owns it. The feed hears how the attempt stopped.
     """
+    feed = feed or TelemetryFeed(None)
+    driven = await _drive(store, claim, runtime, registry, claimed_at, should_stop, feed)
+    if feed.active:
+        error = driven.error
+        lost = isinstance(error, LeaseLost | LeaseExpired)
+        name = type(error).__name__ if error is not None else None
+        feed.stopped(Stopped(claim.run_id, claim.attempt, driven.state, name, lost))
+    return driven
+
+
+async def _drive(
+    store: Store,
+    claim: Claim,
+    runtime: Runtime,
+    registry: ToolRegistry,
+    claimed_at: float | None,
+    should_stop: Callable[[], bool],
+    feed: TelemetryFeed,
+) -> Driven:
     run = f"run {claim.run_id} attempt {claim.attempt}"
     backoff = runtime.leases.release_backoff
     try:
-        state = await _execute(store, claim, runtime, registry, should_stop, claimed_at)
+        state = await _execute(store, claim, runtime, registry, should_stop, claimed_at, feed)
     except LeaseExpired as exc:
         log.warning("%s stopped before its lease could run out: %s", run, exc)
         return Driven(None, exc)
@@ -118,13 +142,16 @@ async def _execute(
     registry: ToolRegistry,
     should_stop: Callable[[], bool],
     claimed_at: float | None,
+    feed: TelemetryFeed,
 ) -> RunState:
     try:
-        state = await load_state(store, claim.run_id)
+        records, state = await load_log(store, claim.run_id)
     except CorruptLog as corrupt:
         return await fail_corrupt(store, claim, corrupt, runtime)
     assert state.admitted is not None
     assert state.spec is not None
+    if feed.active:
+        feed.claimed(_claimed(store, claim, records, state, runtime))
     missing = registry.missing(state.spec)
     if missing is not None and not state.ended:
         raise missing
@@ -138,9 +165,26 @@ async def _execute(
         lease=lease,
         should_stop=should_stop,
         resend_for=ttl.total_seconds() / 2,
+        feed=feed,
     )
     lease.on_renew = attempt.heard
     return await with_lease(lease, attempt.run(), every=runtime.leases.every)
+
+
+def _claimed(
+    store: Store, claim: Claim, records: list[Record], state: RunState, runtime: Runtime
+) -> Claimed:
+    # The run became runnable at its last record before this attempt's start, or when the
+    # time it waited for came, whichever is later.
+    before = [record.at for record in records if record.attempt < claim.attempt]
+    runnable = max(before) if before else records[-1].at
+    if state.due_at is not None and state.due_at > runnable:
+        runnable = state.due_at
+    waited = max((runtime.clock.now() - runnable).total_seconds(), 0.0)
+    provider: str | None = getattr(runtime.model, "provider", None)
+    return Claimed(
+        claim.run_id, claim.attempt, records, state, type(store).__name__, waited, provider
+    )
 
 
 async def _released(

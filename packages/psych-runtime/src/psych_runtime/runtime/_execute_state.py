@@ -51,6 +51,12 @@ def spec_from_json(text: str) -> AgentSpec | WorkflowSpec:
 
 async def load_state(store: Store, run_id: str) -> RunState:
     """The run's whole log folded with its spec."""
+    _, state = await load_log(store, run_id)
+    return state
+
+
+async def load_log(store: Store, run_id: str) -> tuple[list[Record], RunState]:
+    """The run's whole log, and the log folded with its spec."""
     records = await store.read(run_id)
     spec = await load_spec(store, run_id, records)
-    return fold_all(RunState.empty(run_id, spec), records)
+    return records, fold_all(RunState.empty(run_id, spec), records)

@@ -20,6 +20,7 @@ from psych_runtime.runtime._drive import drive
 from psych_runtime.runtime._faults import reach
 from psych_runtime.runtime._ids import new_worker_id
 from psych_runtime.runtime._legacy import runtime_of
+from psych_runtime.runtime._telemetry_feed import TelemetryFeed
 
 log = logging.getLogger("psych_runtime.worker")
 
@@ -59,6 +60,7 @@ class Worker:
         self.runtime = runtime_of(runtime, options, "Worker")
         self.worker_id = worker_id or new_worker_id()
         self._registry = registry_of(self.runtime)
+        self._feed = TelemetryFeed(self.runtime.telemetry)
         self._concurrency = concurrency
         self._poll = poll_interval
         self._stopping = asyncio.Event()
@@ -66,6 +68,11 @@ class Worker:
     def stop(self) -> None:
         """Stop claiming; let each attempt finish its step and release its lease."""
         self._stopping.set()
+
+    @property
+    def telemetry_errors(self) -> int:
+        """How many reports the telemetry adapter failed (each logged; no run failed for it)."""
+        return sum(self._feed.errors.values())
 
     @property
     def stopping(self) -> bool:
@@ -174,4 +181,5 @@ class Worker:
             self._registry,
             claimed_at=claimed_at,
             should_stop=self._stopping.is_set,
+            feed=self._feed,
         )
