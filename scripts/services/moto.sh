@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# moto's standalone server, speaking the DynamoDB API on loopback, for DynamoDBStore's tests.
+# moto's standalone server, speaking the DynamoDB and S3 APIs on loopback, for DynamoDBStore's
+# and S3BlobStore's tests.
 #
 #   scripts/services/moto.sh start    install moto[server] if missing, start it (or reuse it)
 #   scripts/services/moto.sh status   say whether it answers, and print the settings
@@ -11,7 +12,8 @@
 # Idempotent. moto[server] goes into its own virtual environment under .cache/moto/ (from
 # PyPI), so syncing the project's environment never stops a running server. It binds
 # 127.0.0.1 only and keeps everything in memory: stopping it forgets every table.
-# The port is PSYCH_MOTO_PORT (default 4566). The tests read PSYCH_TEST_DYNAMODB_ENDPOINT.
+# The port is PSYCH_MOTO_PORT (default 4566). The tests read PSYCH_TEST_DYNAMODB_ENDPOINT and
+# PSYCH_TEST_S3_ENDPOINT (the same server).
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/../bootstrap.sh"
@@ -71,6 +73,7 @@ start_server() {
 
 settings() {
     echo "PSYCH_TEST_DYNAMODB_ENDPOINT=$endpoint"
+    echo "PSYCH_TEST_S3_ENDPOINT=$endpoint"
 }
 
 case "${1:-status}" in

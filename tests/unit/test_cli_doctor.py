@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -189,19 +190,13 @@ def test_a_store_whose_adapter_does_not_report_its_version_answers_and_says_so(
 def test_it_lists_every_distribution_of_the_project_with_its_installed_version() -> None:
     _, document = doctor_json()
     found = document["installed"]
-    assert list(found["distributions"]) == [
-        "psych-core",
-        "psych-runtime",
-        "psych-cli",
-        "psych-adapter-kit",
-        "psych-store-sqlite",
-        "psych-store-postgres",
-        "psych-store-mysql",
-        "psych-store-dynamodb",
-        "psych-sandbox-namespaces",
-        "psych-sandbox-docker",
-        "psych-telemetry-otel",
-    ]
+    # Every distribution of the workspace, none forgotten when one is added.
+    workspace = {
+        tomllib.loads(path.read_text())["project"]["name"]
+        for path in (Path(__file__).resolve().parents[2] / "packages").glob("*/pyproject.toml")
+    }
+    assert list(found["distributions"]) == list(PROJECT)
+    assert set(PROJECT) == workspace
     assert found["distributions"]["psych-cli"] == importlib.metadata.version("psych-cli")
     assert found["distributions"] == {name: installed_version(name) for name in PROJECT}
     assert list(found["sdks"]) == ["mcp", "a2a-sdk", "opentelemetry-api", "opentelemetry-sdk"]

@@ -19,6 +19,7 @@ import pytest
 import psych_core
 import psych_runtime
 from psych_runtime import a2a, conversations, errors, mcp, ports, records, workflows
+from psych_runtime._deprecations import MOVED_FROM_THE_TOP
 
 ROOMS: tuple[types.ModuleType, ...] = (
     psych_runtime,
@@ -32,7 +33,13 @@ ROOMS: tuple[types.ModuleType, ...] = (
 )
 EXPORTED = {(room.__name__, name): getattr(room, name) for room in ROOMS for name in room.__all__}
 # The names psych-runtime 0.1 exported at the top (workflows came later, in its own room).
-MOVED = [name for room in (records, ports, errors) for name in room.__all__]
+MOVED = sorted(MOVED_FROM_THE_TOP)
+NEWER = [
+    name
+    for room in (records, ports, errors)
+    for name in room.__all__
+    if name not in MOVED_FROM_THE_TOP
+]
 
 
 def _defined_names(room: types.ModuleType) -> list[str]:
@@ -173,6 +180,19 @@ def test_an_import_of_a_moved_name_warns_at_the_import_line() -> None:
 def test_moved_names_are_not_listed_at_the_top() -> None:
     listed = set(dir(psych_runtime)) | set(psych_runtime.__all__)
     assert listed.isdisjoint(MOVED)
+
+
+def test_every_moved_name_is_in_a_room() -> None:
+    rooms = {name for room in (records, ports, errors) for name in room.__all__}
+    assert rooms >= MOVED_FROM_THE_TOP
+
+
+@pytest.mark.parametrize("name", NEWER)
+def test_a_name_added_to_a_room_later_was_never_at_the_top(name: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
+            getattr(psych_runtime, name)
 
 
 def test_an_unknown_name_is_an_attribute_error_without_a_warning() -> None:

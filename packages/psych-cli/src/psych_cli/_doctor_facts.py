@@ -28,6 +28,7 @@ PROJECT = (
     "psych-store-postgres",
     "psych-store-mysql",
     "psych-store-dynamodb",
+    "psych-blob-s3",
     "psych-sandbox-namespaces",
     "psych-sandbox-docker",
     "psych-telemetry-otel",

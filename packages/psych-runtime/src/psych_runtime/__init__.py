@@ -60,6 +60,7 @@ from psych_runtime import a2a as a2a  # a room, reachable after `import psych_ru
 from psych_runtime import conversations as conversations  # a room, reachable after import
 from psych_runtime import mcp as mcp  # a room, reachable after `import psych_runtime`
 from psych_runtime import workflows as workflows  # a room, reachable after `import psych_runtime`
+from psych_runtime._deprecations import MOVED_FROM_THE_TOP as _MOVED_FROM_THE_TOP
 from psych_runtime._surface._reading import read_log, report, status, workflow_view
 from psych_runtime._surface._replay import replay
 from psych_runtime._surface._session import Session, session
@@ -178,7 +179,12 @@ __all__ = [
 
 _claim.claim_exports(__name__, globals(), __all__)
 
-_MOVED = {name: room for room in (records, ports, errors) for name in room.__all__}
+_MOVED = {
+    name: room
+    for room in (records, ports, errors)
+    for name in room.__all__
+    if name in _MOVED_FROM_THE_TOP
+}
 """Names psych-runtime 0.1 exported here that now live in a room: through 0.2 they still resolve
 here, with a `DeprecationWarning` naming their room; 0.3 removes them."""
 
