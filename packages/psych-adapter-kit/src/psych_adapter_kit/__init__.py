@@ -19,18 +19,23 @@ cannot listen):
 - `poll_until` with a `Backoff`: `Store.wait` by asking again, pauses doubling up to a
   ceiling; nothing is held between asks.
 
+For adapters on an SDK client (`DynamoDBStore`, `S3BlobStore`): `OpenedOnce`, the client
+opened on first use in the running event loop, by one opener, closed by `close`.
+
 The pure pieces (the grade accumulator `ExecTally`, `withhold_unmet`; the stores' batch and
 claim checks, `check_batch`, `judge_append`, `check_claim`) are in `psych_core`.
 """
 
 from psych_adapter_kit._capped_reader import ProgramStreams, read_capped
 from psych_adapter_kit._launcher import PREPARE_SCRIPT, Supervisor, python_command
+from psych_adapter_kit._opened_once import OpenedOnce
 from psych_adapter_kit._polling import Backoff, poll_until
 from psych_adapter_kit._scratch import scratch_folder
 from psych_adapter_kit._setup_faults import SETUP_FAULTS, SetupFaultHook
 
 __all__ = [
     "Backoff",
+    "OpenedOnce",
     "PREPARE_SCRIPT",
     "ProgramStreams",
     "SETUP_FAULTS",
@@ -43,6 +48,7 @@ __all__ = [
 ]
 
 Backoff.__module__ = __name__
+OpenedOnce.__module__ = __name__
 ProgramStreams.__module__ = __name__
 SetupFaultHook.__module__ = __name__
 Supervisor.__module__ = __name__

@@ -10,7 +10,6 @@ never a key or a secret.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, cast
@@ -27,6 +26,7 @@ from botocore.exceptions import (
     ResponseStreamingError,
 )
 
+from psych_adapter_kit import OpenedOnce
 from psych_core import StoreError, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -107,10 +107,7 @@ class Connection:
         self.bucket = bucket
         self._session = session
         self._options = client_options
-        self._client: S3Client | None = None
-        self._stack: AsyncExitStack | None = None
-        self._opening = asyncio.Lock()
-        self._closed = False
+        self._client = OpenedOnce(self._open, self._closed_error)
         self._credentials_from: str | None = None
 
     @property
@@ -118,23 +115,19 @@ class Connection:
         """The bucket and where it is, for messages."""
         endpoint = self._options.get("endpoint_url") or "AWS"
         region = self._options.get("region_name")
-        if region is None and self._client is not None:
-            region = self._client.meta.region_name  # the session's, once it is open
+        opened = self._client.opened
+        if region is None and opened is not None:
+            region = opened.meta.region_name  # the session's, once it is open
         return f"S3 bucket {self.bucket!r} ({region or "the session's region"}, {endpoint})"
 
     async def client(self) -> S3Client:
         """The open client (opened now if it is not yet)."""
-        if self._client is not None:
-            return self._client
-        if self._closed:
-            raise StoreError(f"this S3BlobStore ({self.where}) is closed; open a new one")
-        async with self._opening:  # one opener; the others find its client
-            if self._client is None:
-                self._stack, self._client = await self._open()
-            return self._client
+        return await self._client.get()
 
-    async def _open(self) -> tuple[AsyncExitStack, S3Client]:
-        stack = AsyncExitStack()
+    def _closed_error(self) -> StoreError:
+        return StoreError(f"this S3BlobStore ({self.where}) is closed; open a new one")
+
+    async def _open(self, stack: AsyncExitStack) -> S3Client:
         try:
             context = self._session.client("s3", **self._options)
             client = cast("S3Client", await stack.enter_async_context(context))
@@ -143,19 +136,15 @@ class Connection:
             credentials = await self._session.get_credentials()
             self._credentials_from = getattr(credentials, "method", None)
         except BaseException as exc:
-            await stack.aclose()
             translated = self.translate("open", exc)
             if translated is exc:
                 raise
             raise translated from exc
-        return stack, client
+        return client
 
     async def close(self) -> None:
         """Close the client; calling it again does nothing."""
-        self._closed = True
-        stack, self._stack, self._client = self._stack, None, None
-        if stack is not None:
-            await stack.aclose()
+        await self._client.close()
 
     async def call[T](self, operation: str, send: Callable[[S3Client], Awaitable[T]]) -> T:
         """``await send(client)``, its errors translated; `operation` names it in messages.

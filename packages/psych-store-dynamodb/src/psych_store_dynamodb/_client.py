@@ -27,6 +27,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
+from psych_adapter_kit import OpenedOnce
 from psych_core import StoreError, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -120,10 +121,7 @@ class Connection:
         self.table = table
         self._session = session
         self._options = client_options
-        self._client: DynamoDBClient | None = None
-        self._stack: AsyncExitStack | None = None
-        self._opening = asyncio.Lock()
-        self._closed = False
+        self._client = OpenedOnce(self._open, self._closed_error)
 
     @property
     def where(self) -> str:
@@ -134,32 +132,23 @@ class Connection:
 
     async def client(self) -> DynamoDBClient:
         """The open client (opened now if it is not yet)."""
-        if self._client is not None:
-            return self._client
-        if self._closed:
-            raise StoreError(f"this DynamoDBStore ({self.where}) is closed; open a new one")
-        async with self._opening:  # one opener; the others find its client
-            if self._client is None:
-                self._stack, self._client = await self._open()
-            return self._client
+        return await self._client.get()
 
-    async def _open(self) -> tuple[AsyncExitStack, DynamoDBClient]:
-        stack = AsyncExitStack()
+    def _closed_error(self) -> StoreError:
+        return StoreError(f"this DynamoDBStore ({self.where}) is closed; open a new one")
+
+    async def _open(self, stack: AsyncExitStack) -> DynamoDBClient:
         try:
             context = self._session.client("dynamodb", **self._options)
             client = cast("DynamoDBClient", await stack.enter_async_context(context))
             client.meta.events.register("before-send.dynamodb", _stream_large_body)
         except BaseException as exc:
-            await stack.aclose()
             raise self._translate("open", exc) from exc
-        return stack, client
+        return client
 
     async def close(self) -> None:
         """Close the client; calling it again does nothing."""
-        self._closed = True
-        stack, self._stack, self._client = self._stack, None, None
-        if stack is not None:
-            await stack.aclose()
+        await self._client.close()
 
     async def call(self, operation: str, **request: Any) -> dict[str, Any]:
         """Call a DynamoDB operation (``"GetItem"``, ...) on the table, errors translated.
