@@ -464,3 +464,51 @@ def test_a_wheel_built_from_the_sdist_carries_the_skills(tmp_path: Path) -> None
         if p.is_file() and "__pycache__" not in p.parts
     }
     assert shipped == expected
+
+
+def test_an_adapters_patch_built_alone_installs_next_to_the_released_others(
+    machine: Machine, tmp_path: Path
+) -> None:
+    # Issue 20's acceptance: bump one adapter's patch version, build it alone (no workspace
+    # sources: as its own release would be built), and install it next to the 0.1.0 wheels of
+    # every other distribution, from wheels only, in a fresh environment.
+    bumped = tmp_path / "psych-store-sqlite"
+    shutil.copytree(ROOT / "packages" / "psych-store-sqlite", bumped, ignore=_caches)
+    project = bumped / "pyproject.toml"
+    released = VERSIONS["psych-store-sqlite"]
+    major, minor, patch = (int(part) for part in released.split("."))
+    patched = f"{major}.{minor}.{patch + 1}"
+    text = project.read_text()
+    assert f'version = "{released}"' in text
+    project.write_text(text.replace(f'version = "{released}"', f'version = "{patched}"', 1))
+    machine.ok(f"uv build --quiet --wheel --no-sources --out-dir {tmp_path / 'dist'} {bumped}",
+               tmp_path)  # fmt: skip
+    [wheel] = (tmp_path / "dist").glob("psych_store_sqlite-*.whl")
+    assert wheel.name == f"psych_store_sqlite-{patched}-py3-none-any.whl"
+    venv = tmp_path / "venv"
+    machine.ok(f"python -m venv {venv}", tmp_path)
+    pip = venv / "bin" / "pip"
+    machine.ok(
+        f'{pip} install --quiet --no-index --find-links "$PSYCH_WHEELHOUSE" '
+        f'--find-links {tmp_path / "dist"} "psych-runtime[sqlite]" "psych-store-sqlite=={patched}"',
+        tmp_path,
+    )
+    code = (
+        "import asyncio, importlib.metadata as m, tempfile, pathlib\n"
+        "from psych_store_sqlite import SQLiteStore\n"
+        "async def main():\n"
+        "    with tempfile.TemporaryDirectory() as d:\n"
+        "        store = SQLiteStore(str(pathlib.Path(d) / 'psych.db'))\n"
+        "        await store.migrate()\n"
+        "        print((await store.schema_version()).state)\n"
+        "        await store.close()\n"
+        "asyncio.run(main())\n"
+        "names = ('psych-store-sqlite', 'psych-core', 'psych-runtime')\n"
+        "print(*(m.version(name) for name in names))"
+    )
+    said = machine.ok(f"{venv / 'bin' / 'python'} -c {shlex.quote(code)}", tmp_path).split()
+    assert said == ["current", patched, VERSIONS["psych-core"], VERSIONS["psych-runtime"]]
+
+
+def _caches(folder: str, names: list[str]) -> set[str]:
+    return {name for name in names if name in {"__pycache__", ".pytest_cache", "dist", "build"}}
