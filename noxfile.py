@@ -92,6 +92,15 @@ def docs(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def release(session: nox.Session) -> None:
+    """Build one distribution alone and say its tag: `nox -s release -- psych-store-postgres`
+    (`scripts/release.py`: the CHANGELOG section for its version, the wheel's contents)."""
+    if len(session.posargs) != 1:
+        session.error("name one distribution: nox -s release -- psych-store-postgres")
+    _uv_run(session, "3.12", "python", "scripts/release.py", *session.posargs)
+
+
+@nox.session(default=False)
 def sandboxes(session: nox.Session) -> None:
     """The sandbox contract suite on every backend: subprocess, namespaces (bubblewrap) and
     docker (podman's Docker-compatible API). `scripts/sandbox-host.sh start` installs and starts

@@ -52,3 +52,14 @@ def test_a_dependency_is_a_range_over_one_minor_series(
     minor = Version(f"{current.major}.{current.minor + 1}.0")
     assert requirement.specifier.contains(patch), f"{case}: {requirement} excludes a patch"
     assert not requirement.specifier.contains(minor), f"{case}: {requirement} admits {minor}"
+
+
+def test_the_all_extra_installs_every_adapter() -> None:
+    runtime = PROJECTS["psych-runtime"]
+    everything = {Requirement(text).name for text in runtime["optional-dependencies"]["all"]}
+    adapters = {
+        name
+        for name in VERSIONS
+        if name.startswith(("psych-store-", "psych-blob-", "psych-sandbox-", "psych-telemetry-"))
+    }
+    assert everything == adapters
