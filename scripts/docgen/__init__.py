@@ -7,7 +7,8 @@ the skills, CHANGELOG.md and DESIGN.md generate now.
   (signatures and docstrings, read with griffe), after the hand-written
   ``scripts/docgen/api_intro.md`` and its worked example.
 - ``docs/guides/<skill>.md``: ``.agents/skills/<skill>/SKILL.md``.
-- ``docs/changelog.md``, ``docs/design.md``: ``CHANGELOG.md`` and ``DESIGN.md``, byte for byte.
+- ``docs/changelog.md``, ``docs/design.md``, ``docs/ROADMAP.md``: ``CHANGELOG.md``, ``DESIGN.md``
+  and ``ROADMAP.md``, byte for byte.
 - ``docs/index.md``: the list of every page, hand-written ones (``docs/deployment.md``) too.
 
 Pages written by hand live in ``docs/`` too; the generator never touches a page that does not

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from scripts.docgen import GENERATED_MARKER, check, generate, write
+from scripts.docgen._pages import COPIES
 from tests.docs._blocks import ROOT
 
 REGENERATE = "uv run python scripts/gen_docs.py"
@@ -46,7 +47,7 @@ def copy(tmp_path: Path) -> Path:
         shutil.copytree(src, tmp_path / src.relative_to(ROOT), ignore=ignore)
     for folder in (".agents/skills", "scripts/docgen", "docs"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=ignore)
-    for file in ("CHANGELOG.md", "DESIGN.md", "scripts/gen_docs.py"):
+    for file in ("CHANGELOG.md", "DESIGN.md", "ROADMAP.md", "scripts/gen_docs.py"):
         shutil.copy2(ROOT / file, tmp_path / file)
     write(tmp_path)  # as the working tree would be after regenerating
     assert check(tmp_path) == []
@@ -129,11 +130,12 @@ def test_the_changelog_and_the_design_are_copied_byte_for_byte() -> None:
     pages = generate(ROOT)
     assert pages["docs/changelog.md"].encode() == (ROOT / "CHANGELOG.md").read_bytes()
     assert pages["docs/design.md"].encode() == (ROOT / "DESIGN.md").read_bytes()
+    assert pages["docs/ROADMAP.md"].encode() == (ROOT / "ROADMAP.md").read_bytes()
 
 
 def test_every_generated_page_says_so_and_how_to_regenerate() -> None:
     for page, text in generate(ROOT).items():
-        if page in ("docs/changelog.md", "docs/design.md"):
+        if page in COPIES:  # byte-for-byte copies carry no marker
             continue
         assert text.startswith(GENERATED_MARKER), page
         assert REGENERATE in text.splitlines()[0], page
