@@ -91,6 +91,19 @@ def docs(session: nox.Session) -> None:
     _uv_run(session, "3.12", "pytest", "tests/docs", *session.posargs)
 
 
+@nox.session
+def matrix(session: nox.Session) -> None:
+    """Each adapter's wheel in a fresh environment, with the oldest and newest psych-core its
+    range admits, passing its contract suite (`scripts/matrix.py`), from a wheelhouse built
+    now (`scripts/wheelhouse.sh`)."""
+    wheelhouse = os.path.join(".cache", "matrix", "wheelhouse")
+    session.run("rm", "-rf", wheelhouse, external=True)
+    session.run("bash", "scripts/wheelhouse.sh", wheelhouse, silent=True, external=True)
+    _start_sandbox_host(session)
+    _start_services(session)
+    _uv_run(session, "3.12", "python", "scripts/matrix.py", wheelhouse, *session.posargs)
+
+
 @nox.session(default=False)
 def release(session: nox.Session) -> None:
     """Build one distribution alone and say its tag: `nox -s release -- psych-store-postgres`
