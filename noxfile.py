@@ -96,12 +96,26 @@ def matrix(session: nox.Session) -> None:
     """Each adapter's wheel in a fresh environment, with the oldest and newest psych-core its
     range admits, passing its contract suite (`scripts/matrix.py`), from a wheelhouse built
     now (`scripts/wheelhouse.sh`)."""
-    wheelhouse = os.path.join(".cache", "matrix", "wheelhouse")
-    session.run("rm", "-rf", wheelhouse, external=True)
-    session.run("bash", "scripts/wheelhouse.sh", wheelhouse, silent=True, external=True)
+    wheelhouse = _fresh_wheelhouse(session, "matrix")
     _start_sandbox_host(session)
     _start_services(session)
-    _uv_run(session, "3.12", "python", "scripts/matrix.py", wheelhouse, *session.posargs)
+    _uv_run(session, "3.12", "python", "-m", "scripts.matrix", wheelhouse, *session.posargs)
+
+
+@nox.session
+def flavours(session: nox.Session) -> None:
+    """The runtime alone, with SQLite, and with everything, each in a fresh environment from a
+    wheelhouse built now, running the tests that apply and skipping the rest with a reason
+    (`scripts/flavours.py`)."""
+    wheelhouse = _fresh_wheelhouse(session, "flavours")
+    _uv_run(session, "3.12", "python", "-m", "scripts.flavours", wheelhouse, *session.posargs)
+
+
+def _fresh_wheelhouse(session: nox.Session, name: str) -> str:
+    wheelhouse = os.path.join(".cache", name, "wheelhouse")
+    session.run("rm", "-rf", wheelhouse, external=True)
+    session.run("bash", "scripts/wheelhouse.sh", wheelhouse, silent=True, external=True)
+    return wheelhouse
 
 
 @nox.session(default=False)

@@ -111,47 +111,44 @@ def cells(folders: list[Path], only: set[str]) -> list[Cell]:
     return made
 
 
-def run(cell: Cell, folders: list[Path], work: Path, locked: dict[str, str]) -> bool:
-    """Install `cell` in a fresh environment and run its contract suite there."""
-    home = work / f"{cell.adapter}-core-{cell.core}"
+def environment(
+    home: Path, folders: list[Path], ours: list[str], tools: list[str], locked: dict[str, str]
+) -> Path | str:
+    """A fresh virtual environment at `home` with `ours` from the wheels in `folders` alone and
+    `tools` (names that are not ours) at their uv.lock versions; its Python, or what failed."""
     venv.EnvBuilder(clear=True, with_pip=True).create(home)
-    python = str(home / "bin" / "python")
+    python = home / "bin" / "python"
     links = [arg for folder in folders for arg in ("--find-links", str(folder))]
     quiet = ["--quiet", "--disable-pip-version-check"]
-    ours = [f"psych-core=={cell.core}", f"{cell.adapter}=={cell.version}", "psych-runtime[testing]"]
-    steps = [
-        [python, "-m", "pip", "install", *quiet, "--no-index", *links, *ours],
-        [
-            python,
-            "-m",
-            "pip",
-            "install",
-            *quiet,
-            "--only-binary=:all:",
-            *(f"{tool}=={locked[tool]}" for tool in TEST_TOOLS + EXTRA_TOOLS.get(cell.adapter, ())),
-        ],
-    ]
+    pip = [str(python), "-m", "pip", "install", *quiet]
+    steps = [[*pip, "--no-index", *links, *ours]]
+    if tools:
+        steps.append([*pip, "--only-binary=:all:", *(f"{t}=={locked[t]}" for t in tools)])
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            print(f"matrix: {cell.name}: {' '.join(step[3:6])} failed:\n{done.stderr}")
-            return False
+            return f"pip install {' '.join(step[len(pip) :])} failed:\n{done.stderr}"
+    return python
+
+
+def run(cell: Cell, folders: list[Path], work: Path, locked: dict[str, str]) -> bool:
+    """Install `cell` in a fresh environment and run its contract suite there."""
+    home = work / f"{cell.adapter}-core-{cell.core}"
+    ours = [f"psych-core=={cell.core}", f"{cell.adapter}=={cell.version}", "psych-runtime[testing]"]
+    tools = [*TEST_TOOLS, *EXTRA_TOOLS.get(cell.adapter, ())]
+    python = environment(home, folders, ours, tools, locked)
+    if isinstance(python, str):
+        print(f"matrix: {cell.name}: {python}")
+        return False
+    code = "import importlib.metadata as m; print(m.version('psych-core'))"
     shown = subprocess.run(
-        [
-            python,
-            "-c",
-            "import psych_core, importlib.metadata as m; print(m.version('psych-core'))",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=work,
+        [str(python), "-c", code], capture_output=True, text=True, check=False, cwd=work
     )
     if shown.stdout.strip() != str(cell.core):
         print(f"matrix: {cell.name}: installed psych-core is {shown.stdout.strip()!r}")
         return False
     env = {**os.environ, "VIRTUAL_ENV": str(home)}
-    tests = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITES[cell.adapter]]
+    tests = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITES[cell.adapter]]
     print(f"matrix: {cell.name}", flush=True)
     return subprocess.run(tests, cwd=ROOT, env=env, check=False).returncode == 0
 

@@ -60,3 +60,15 @@ def test_every_adapter_distribution_has_a_suite() -> None:
     assert set(matrix.SUITES) == adapters
     for tests in matrix.SUITES.values():
         assert all((Path(matrix.ROOT) / test).exists() for test in tests)
+
+
+def test_the_flavours_read_pytests_skip_reasons() -> None:
+    from scripts import flavours
+
+    line = (
+        "SKIPPED [1] tests/conftest.py:62: test_cli.py needs typer, not installed here: "
+        "install psych-cli"
+    )
+    assert flavours._SKIP.findall(f"....\n{line}\n3 passed") == [line.split(": ", 1)[1]]
+    names = [flavour.name for flavour in flavours.FLAVOURS]
+    assert len(names) == len(set(names)) == 3

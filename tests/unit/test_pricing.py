@@ -217,6 +217,8 @@ def test_a_snapshot_of_your_own_can_be_loaded() -> None:
 def test_the_bundled_snapshot_is_what_the_build_script_makes() -> None:
     # Fails after genai-prices is upgraded until the snapshot is rebuilt (and reviewed):
     # `uv run python scripts/build_price_snapshot.py`.
+    reason = "the build script reads genai-prices (the dev group), not installed here"
+    pytest.importorskip("genai_prices", reason=reason)
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, str(root / "scripts" / "build_price_snapshot.py"), "--check"],
