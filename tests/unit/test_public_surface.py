@@ -19,7 +19,7 @@ import pytest
 import psych_core
 import psych_runtime
 from psych_runtime import a2a, conversations, errors, mcp, ports, records, workflows
-from psych_runtime._deprecations import MOVED_FROM_THE_TOP
+from psych_runtime._deprecations import MOVED_FROM_THE_TOP, REMOVED_IN
 
 ROOMS: tuple[types.ModuleType, ...] = (
     psych_runtime,
@@ -163,7 +163,10 @@ def test_the_package_and_room_docstrings_exist() -> None:
 @pytest.mark.parametrize("name", MOVED)
 def test_a_moved_name_still_resolves_at_the_top_with_a_warning(name: str) -> None:
     room = next(room for room in ROOMS[1:] if name in room.__all__)
-    message = f"psych_runtime.{name} moved to {room.__name__}.{name}; import it from there"
+    message = (
+        f"psych_runtime.{name} moved to {room.__name__}.{name}; import it from there "
+        f"(removed in {REMOVED_IN})"
+    )
     with pytest.warns(DeprecationWarning, match=f"^{re.escape(message)}$") as caught:
         found = getattr(psych_runtime, name)
     assert found is getattr(room, name)

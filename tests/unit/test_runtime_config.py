@@ -115,9 +115,13 @@ async def test_options_one_by_one_still_work_for_now_and_say_where_they_went() -
     assert worker.runtime.leases.ttl == dt.timedelta(seconds=12)
     await worker.run_until_idle()
     assert (await psych_runtime.status(scoped, run_id)).status == "completed"
-    with pytest.warns(DeprecationWarning, match=r"cancel_grace= \(now Runtime\(cancel_grace="):
+    with pytest.warns(
+        DeprecationWarning, match=r"cancel_grace= \(now Runtime\(cancel_grace="
+    ) as warned:
         async with session(FakeModel(), cancel_grace=2.0) as s:
             assert s.runtime.cancel_grace == 2.0
+    assert warned[0].filename == __file__, "the warning points at the caller"
+    assert str(warned[0].message).endswith("(removed in 0.3)")
 
 
 def test_a_runtime_and_options_one_by_one_cannot_be_mixed() -> None:

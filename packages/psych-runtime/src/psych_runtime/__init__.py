@@ -22,7 +22,6 @@ in rooms of its own, each with its `__all__`:
 """
 
 import typing as _typing
-import warnings as _warnings
 
 from psych_core import (
     AgentSpec,
@@ -61,6 +60,7 @@ from psych_runtime import conversations as conversations  # a room, reachable af
 from psych_runtime import mcp as mcp  # a room, reachable after `import psych_runtime`
 from psych_runtime import workflows as workflows  # a room, reachable after `import psych_runtime`
 from psych_runtime._deprecations import MOVED_FROM_THE_TOP as _MOVED_FROM_THE_TOP
+from psych_runtime._deprecations import deprecated as _deprecated
 from psych_runtime._surface._reading import read_log, report, status, workflow_view
 from psych_runtime._surface._replay import replay
 from psych_runtime._surface._session import Session, session
@@ -195,9 +195,8 @@ if not _typing.TYPE_CHECKING:
         room = _MOVED.get(name)
         if room is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        _warnings.warn(
+        _deprecated(
             f"{__name__}.{name} moved to {room.__name__}.{name}; import it from there",
-            DeprecationWarning,
             stacklevel=2,
         )
         return getattr(room, name)

@@ -6,6 +6,8 @@ a `DeprecationWarning` for at least one minor release, pointing at the caller's 
 
 from __future__ import annotations
 
+import warnings
+
 MOVED_FROM_THE_TOP = frozenset(
     {
         "AppendResult",
@@ -121,3 +123,16 @@ was never at the top, and does not resolve there."""
 REMOVED_IN = "0.3"
 """The release that removes what is deprecated in 0.2: the moved names above, and the
 keyword options `Worker` and `session` took before `Runtime` (`runtime/_legacy.py`)."""
+
+
+def deprecated(message: str, *, stacklevel: int, removed_in: str = REMOVED_IN) -> None:
+    """Warn that what the caller's caller used is deprecated: `message` says what to use
+    instead, and the warning says when it goes.
+
+    `stacklevel` counts as `warnings.warn` does, from the function that calls this one: 2
+    points at the line that called that function. Every deprecated name goes through here, so
+    each says when it is removed, and a test checks each points at its caller's line.
+    """
+    warnings.warn(
+        f"{message} (removed in {removed_in})", DeprecationWarning, stacklevel=stacklevel + 1
+    )

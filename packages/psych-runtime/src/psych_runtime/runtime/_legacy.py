@@ -7,10 +7,10 @@ option lives now; they are translated into a `Runtime` here, so there is still o
 from __future__ import annotations
 
 import datetime as dt
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from psych_runtime._deprecations import deprecated
 from psych_runtime.runtime._config import Leases, Runtime
 
 _RUNTIME = (
@@ -50,9 +50,8 @@ def runtime_of(
         else f"{name}= (now Runtime({name}=...))"
         for name in sorted(options)
     )
-    warnings.warn(
+    deprecated(
         f"{where}'s keyword options are deprecated: {named}; pass one Runtime instead",
-        DeprecationWarning,
         stacklevel=stacklevel,
     )
     if "model" not in options:
