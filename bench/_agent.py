@@ -7,8 +7,17 @@ from __future__ import annotations
 
 import json
 
-from psych_runtime import AgentSpec, CodeTool, ModelRef, Usage
-from psych_runtime.ports import ModelRequest, ModelResponse, ModelToolCall, ToolResultMessage
+from psych_runtime import AgentSpec, CodeTool, ModelRef, Scope, Usage, dispatch
+from psych_runtime.ports import (
+    ModelRequest,
+    ModelResponse,
+    ModelToolCall,
+    Store,
+    ToolResultMessage,
+)
+
+SCOPE = Scope(tenant="bench")
+"""The tenant every benchmark's runs belong to."""
 
 
 def bench_spec(tool_calls: int) -> AgentSpec:
@@ -19,6 +28,14 @@ def bench_spec(tool_calls: int) -> AgentSpec:
         tools=(CodeTool(name="step"),),
         max_turns=tool_calls + 1,
     )
+
+
+async def admit_runs(store: Store, runs: int, calls: int) -> None:
+    """Admit `runs` runs of the benchmark agent making `calls` calls each, for a worker."""
+    scoped = store.scoped(SCOPE)
+    spec = bench_spec(calls)
+    for index in range(runs):
+        await dispatch(scoped, spec, f"run {index}")
 
 
 async def step(index: int) -> dict[str, int]:

@@ -39,24 +39,20 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bench._agent import StepModel, bench_spec, step
+from bench._agent import SCOPE, StepModel, admit_runs, bench_spec, step
 from bench._stores import bench_url, count_appends, discard, floor_ms, fresh_store
-from psych_runtime import RunQuery, Runtime, Scope, Worker, dispatch
+from psych_runtime import RunQuery, Runtime, Worker, dispatch
 from psych_runtime.ports import Batch, RunIndex, Store
 from psych_runtime.records import AttemptStarted, Record, ToolCallFinished
 
 ROOT = Path(__file__).resolve().parents[1]
-SCOPE = Scope(tenant="bench")
 STORES = ("memory", "sqlite", "postgres", "mysql", "dynamodb")
 
 
 async def per_step(url: str, runs: int, calls: int) -> tuple[float, float]:
     """(ms per durable step, steps per run) for `runs` runs driven one at a time."""
     async with fresh_store(url) as store:
-        scoped = store.scoped(SCOPE)
-        spec = bench_spec(calls)
-        for index in range(runs):
-            await dispatch(scoped, spec, f"run {index}")
+        await admit_runs(store, runs, calls)
         stamps: list[float] = []
         count_appends(store, stamps)
         worker = Worker(store, Runtime(model=StepModel(calls), tools=[step]), poll_interval=0.01)
@@ -97,10 +93,7 @@ async def append_only(url: str, count: int) -> float:
 async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> float:
     """Runs per second for one in-process worker driving `concurrency` runs at once."""
     async with fresh_store(url) as store:
-        scoped = store.scoped(SCOPE)
-        spec = bench_spec(calls)
-        for index in range(runs):
-            await dispatch(scoped, spec, f"run {index}")
+        await admit_runs(store, runs, calls)
         worker = Worker(
             store,
             Runtime(model=StepModel(calls), tools=[step]),
@@ -128,10 +121,7 @@ async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
 async def process_runs_per_second(url: str, processes: int, runs: int, calls: int) -> float:
     """Runs per second with `processes` worker processes sharing the store."""
     async with fresh_store(url) as store:
-        scoped = store.scoped(SCOPE)
-        spec = bench_spec(calls)
-        for index in range(runs):
-            await dispatch(scoped, spec, f"run {index}")
+        await admit_runs(store, runs, calls)
         elapsed = await asyncio.to_thread(_run_worker_processes, url, processes, calls)
     return runs / elapsed
 

@@ -61,12 +61,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Sampler
 
-from bench._agent import StepModel, bench_spec, step
+from bench._agent import StepModel, admit_runs, step
 from bench._stores import bench_url, count_appends, discard, fresh_store
-from psych_runtime import Runtime, Scope, Worker, dispatch
+from psych_runtime import Runtime, Worker
 from psych_telemetry_otel import OTelTelemetry, RunSpanIds
 
-SCOPE = Scope(tenant="bench")
 STORES = ("memory", "sqlite", "postgres")
 
 
@@ -195,10 +194,7 @@ class Measured:
 async def measure(url: str, config: Config, runs: int, calls: int) -> Measured:
     """Drive `runs` runs of `calls` tool calls each, one at a time, under `config`."""
     async with fresh_store(url) as store:
-        scoped = store.scoped(SCOPE)
-        spec = bench_spec(calls)
-        for index in range(runs):
-            await dispatch(scoped, spec, f"run {index}")
+        await admit_runs(store, runs, calls)
         stamps: list[float] = []
         count_appends(store, stamps)
         with tracing(config) as traced:

@@ -203,6 +203,24 @@ def _attempts(root: ReceivedSpan) -> list[tuple[object, str, object]]:
     ]
 
 
+async def _finished_by_b(
+    world: World, run_id: str, agent: str
+) -> tuple[subprocess.Popen[bytes], list[Record], list[ReceivedSpan], ReceivedSpan]:
+    """Worker B finishes the run and exits cleanly: B, the run's log, every span received,
+    and the run's one root (checked to be one tree)."""
+    second = world.start("B")
+    row = await ended(world.store, SCOPE, run_id, second)
+    assert row.status == "completed"
+    await world.receiver.wait_for(_root_arrived(run_id), "the run's span")
+    stop(second)
+    assert second.returncode == 0
+    log = await psych_runtime.read_log(world.store.scoped(SCOPE), run_id)
+    spans = world.receiver.spans()
+    root = _one_tree(spans, run_id, agent)
+    assert not world.receiver.errors
+    return second, log, spans, root
+
+
 async def test_a_run_killed_mid_call_and_finished_by_another_worker_is_one_trace(
     world: World,
 ) -> None:
@@ -214,17 +232,7 @@ async def test_a_run_killed_mid_call_and_finished_by_another_worker_is_one_trace
     await world.receiver.wait_for(lambda spans: bool(_of_run(spans, run_id)), "A's chat span")
     kill_group(first.pid)  # SIGKILL while `hold` runs
     first.wait(timeout=30)
-    second = world.start("B")
-    row = await ended(world.store, SCOPE, run_id, second)
-    assert row.status == "completed"
-    await world.receiver.wait_for(_root_arrived(run_id), "the run's span")
-    stop(second)
-    assert second.returncode == 0
-
-    log = await psych_runtime.read_log(scoped, run_id)
-    spans = world.receiver.spans()
-    root = _one_tree(spans, run_id, HELD.name)
-    assert not world.receiver.errors
+    _second, log, spans, root = await _finished_by_b(world, run_id, HELD.name)
 
     # The run's span: from admission to the end, with both attempts, the second after an
     # interruption, each by the worker that made it.
@@ -287,17 +295,7 @@ async def test_a_run_approved_while_no_worker_holds_it_is_one_trace_over_the_wai
     suspended_at = next(r.at for r in log if isinstance(r.body, RunSuspended))
     assert await psych_runtime.approve(scoped, run_id, asked.call_id, by="ana") == 1
     approved_at = dt.datetime.now(dt.UTC)
-    second = world.start("B")
-    row = await ended(world.store, SCOPE, run_id, second)
-    assert row.status == "completed"
-    await world.receiver.wait_for(_root_arrived(run_id), "the run's span")
-    stop(second)
-    assert second.returncode == 0
-
-    log = await psych_runtime.read_log(scoped, run_id)
-    spans = world.receiver.spans()
-    root = _one_tree(spans, run_id, REFUNDS.name)
-    assert not world.receiver.errors
+    second, log, spans, root = await _finished_by_b(world, run_id, REFUNDS.name)
 
     # The root spans the whole run, the wait included: from admission to the last record.
     admitted, completed = log[0], log[-1]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from aiobotocore.config import AioConfig
 
@@ -18,6 +17,7 @@ from psych_blob_s3._client import (
 from psych_blob_s3._keys import check_prefix, object_key, tenant_key
 from psych_blob_s3._upload import MiB, Uploads, exists, multipart, put_object
 from psych_core import BlobNotFound, BlobStore, StoreError, StoreUnavailable, blob_ref, is_blob_ref
+from psych_core.ports import Closing
 
 if TYPE_CHECKING:
     from types_aiobotocore_s3 import S3Client
@@ -49,7 +49,7 @@ async def _reference(data: bytes) -> str:
     return blob_ref(data)
 
 
-class S3BlobStore(BlobStore):
+class S3BlobStore(BlobStore, Closing):
     """A `BlobStore` in one S3 bucket, shared by handlers and workers on any number of hosts.
 
     Each blob is one object, ``{prefix}{tenant key}/{64 hex}``: the tenant key is the
@@ -246,14 +246,3 @@ class S3BlobStore(BlobStore):
     async def close(self) -> None:
         """Close the HTTP connections. Calling it again does nothing."""
         await self._conn.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

@@ -153,7 +153,6 @@ from psych_core._spans import (
     TraceView,
     fold_view,
     plan_batch,
-    usage_attributes,
 )
 from psych_core._spec import (
     ASK_TOOL,
@@ -696,5 +695,4 @@ __all__ = [
     "plan_batch",
     "run_trace_id",
     "span_id_of",
-    "usage_attributes",
 ]

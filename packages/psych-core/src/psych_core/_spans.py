@@ -402,7 +402,7 @@ def _chat(
         attributes["gen_ai.response.model"] = body.model
         attributes["psych.usage.source"] = body.usage_source
         if body.usage is not None:
-            attributes.update(usage_attributes(body.usage))
+            attributes.update(_usage_attributes(body.usage))
         if body.cost is not None:
             attributes["psych.cost.amount"] = float(body.cost.amount)
             attributes["psych.cost.currency"] = body.cost.currency
@@ -430,7 +430,7 @@ def _chat(
     )
 
 
-def usage_attributes(usage: Usage) -> dict[str, AttributeValue]:
+def _usage_attributes(usage: Usage) -> dict[str, AttributeValue]:
     """A reported usage in the GenAI conventions: input counts the whole prompt (cached and
     uncached), with the cached parts also on their own."""
     whole_input = usage.input + usage.cache_read + usage.cache_write + usage.cache_write_1h

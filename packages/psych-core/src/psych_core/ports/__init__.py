@@ -16,6 +16,7 @@ from psych_core.ports._claim_rules import (
     exhausted_record,
     started_record,
 )
+from psych_core.ports._closing import Closing
 from psych_core.ports._exec_tally import ExecTally
 from psych_core.ports._live import LiveChannel, LiveText
 from psych_core.ports._memory import (
@@ -87,6 +88,8 @@ from psych_core.ports._store import (
 from psych_core.ports._telemetry import Claimed, Committed, NoTelemetry, Stopped, Telemetry
 
 __all__ = [
+    # what every port whose adapters hold resources shares: close, and async with
+    "Closing",
     "AppendResult",
     "Batch",
     "Claim",

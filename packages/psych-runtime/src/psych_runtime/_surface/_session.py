@@ -57,7 +57,7 @@ class Session:
         # as a worker does, and reads them back through `store`, the scoped handle.
         self._own = own
         self._registry = registry_of(runtime)
-        self._feed = TelemetryFeed(runtime.telemetry)
+        self._feed = TelemetryFeed.of(runtime.telemetry, runtime.model)
         self._worker_id = f"session:{new_worker_id()}"
 
     async def ask(

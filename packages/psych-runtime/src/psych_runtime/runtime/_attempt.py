@@ -146,11 +146,10 @@ class Attempt:
         self._resolved: Mapping[str, ResolvedTool] = {}
         self._turn_resolved = False
         spec = state.spec
-        # A workflow's tool steps may each set a timeout of their own for the same tool.
         # Reported after each confirmed append, only when an adapter is configured.
         self._feed = feed if feed is not None and feed.active else None
         self._store_name = type(store).__name__
-        self._provider: str | None = getattr(runtime.model, "provider", None)
+        # A workflow's tool steps may each set a timeout of their own for the same tool.
         self._step_timeouts: dict[str, float] = (
             {
                 step.name: step.timeout
@@ -418,7 +417,7 @@ class Attempt:
         if self._feed is not None:
             seconds = loop.time() - sent
             self._feed.committed(
-                Committed(records, after, self._store_name, seconds, self._provider)
+                Committed(records, after, self._store_name, seconds, self._feed.provider)
             )
         if last:
             self._timed_out_children.clear()

@@ -151,7 +151,7 @@ async def _execute(
     assert state.admitted is not None
     assert state.spec is not None
     if feed.active:
-        feed.claimed(_claimed(store, claim, records, state, runtime))
+        feed.claimed(_claimed(store, claim, records, state, runtime, feed.provider))
     missing = registry.missing(state.spec)
     if missing is not None and not state.ended:
         raise missing
@@ -172,7 +172,12 @@ async def _execute(
 
 
 def _claimed(
-    store: Store, claim: Claim, records: list[Record], state: RunState, runtime: Runtime
+    store: Store,
+    claim: Claim,
+    records: list[Record],
+    state: RunState,
+    runtime: Runtime,
+    provider: str | None,
 ) -> Claimed:
     # The run became runnable at its last record before this attempt's start, or when the
     # time it waited for came, whichever is later.
@@ -181,7 +186,6 @@ def _claimed(
     if state.due_at is not None and state.due_at > runnable:
         runnable = state.due_at
     waited = max((runtime.clock.now() - runnable).total_seconds(), 0.0)
-    provider: str | None = getattr(runtime.model, "provider", None)
     return Claimed(
         claim.run_id, claim.attempt, records, state, type(store).__name__, waited, provider
     )

@@ -11,7 +11,15 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from psych_core import Claimed, Committed, NoTelemetry, Stopped, Telemetry, parse_traceparent
+from psych_core import (
+    Claimed,
+    Committed,
+    ModelClient,
+    NoTelemetry,
+    Stopped,
+    Telemetry,
+    parse_traceparent,
+)
 
 log = logging.getLogger("psych_runtime.telemetry")
 
@@ -19,12 +27,22 @@ _LOG_EVERY = 100
 
 
 class TelemetryFeed:
-    """Reports to one `Telemetry` adapter, or to none (`active` is False)."""
+    """Reports to one `Telemetry` adapter, or to none (`active` is False).
 
-    def __init__(self, telemetry: Telemetry | None) -> None:
+    `provider` is the model client's provider when it names one (`OpenAIChatClient.provider`),
+    read once: every report carries it.
+    """
+
+    def __init__(self, telemetry: Telemetry | None, *, provider: str | None = None) -> None:
         self.telemetry = telemetry
+        self.provider = provider
         self.active = telemetry is not None and not isinstance(telemetry, NoTelemetry)
         self.errors: Counter[str] = Counter()
+
+    @classmethod
+    def of(cls, telemetry: Telemetry | None, model: ModelClient) -> TelemetryFeed:
+        """The feed of a worker or session whose runs call `model`."""
+        return cls(telemetry, provider=getattr(model, "provider", None))
 
     def traceparent(self) -> str | None:
         """The caller's trace context, normalised; None when there is none, and when the

@@ -60,7 +60,7 @@ class Worker:
         self.runtime = runtime_of(runtime, options, "Worker")
         self.worker_id = worker_id or new_worker_id()
         self._registry = registry_of(self.runtime)
-        self._feed = TelemetryFeed(self.runtime.telemetry)
+        self._feed = TelemetryFeed.of(self.runtime.telemetry, self.runtime.model)
         self._concurrency = concurrency
         self._poll = poll_interval
         self._stopping = asyncio.Event()
