@@ -6,7 +6,9 @@ Sessions run through uv in environments synced from the committed lock file: the
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import nox
 
@@ -17,6 +19,13 @@ PYTHONS = ("3.12", "3.13")
 
 
 def _uv_run(session: nox.Session, python: str, *args: str) -> None:
+    env = _uv_sync(session, python)
+    session.run(
+        "uv", "run", "--frozen", "--no-sync", "--python", python, *args, env=env, external=True
+    )
+
+
+def _uv_sync(session: nox.Session, python: str) -> dict[str, str]:
     env = {"UV_PYTHON_DOWNLOADS": "never"}
     if python != "3.12":
         env["UV_PROJECT_ENVIRONMENT"] = os.path.join(".nox", f"py{python}")
@@ -31,9 +40,7 @@ def _uv_run(session: nox.Session, python: str, *args: str) -> None:
         env=env,
         external=True,
     )
-    session.run(
-        "uv", "run", "--frozen", "--no-sync", "--python", python, *args, env=env, external=True
-    )
+    return env
 
 
 @nox.session
@@ -80,6 +87,58 @@ def integration(session: nox.Session) -> None:
     """Real processes."""
     _start_services(session)
     _uv_run(session, "3.12", "pytest", "tests/integration", *session.posargs)
+
+
+@nox.session
+def playground(session: nox.Session) -> None:
+    """The example console (apps/playground): its server and worker on the real stores, and its
+    containers' files, compose.yaml checked by Docker Compose itself (`scripts/compose-host.sh`
+    fetches it; no container engine is needed)."""
+    _start_services(session)
+    _host_settings(session, "scripts/compose-host.sh")
+    _uv_run(session, "3.12", "pytest", "tests/playground", *session.posargs)
+
+
+@nox.session
+def ui(session: nox.Session) -> None:
+    """The playground's browser UI, from the npm workspace at the root: tsc (strict), ESLint, its
+    unit tests and its production build."""
+    _npm_ci(session)
+    for script in ("typecheck", "lint", "test", "build"):
+        session.run("npm", "run", script, external=True)
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The playground in Debian's Chromium: the Playwright tests (`npm run e2e`) against the built
+    UI, served by the real server and worker (on SQLite, and on PostgreSQL for live text).
+    `scripts/browser-host.sh start` installs Chromium first; Playwright never downloads a
+    browser."""
+    scripts = json.loads(Path("package.json").read_text(encoding="utf-8")).get("scripts", {})
+    if "e2e" not in scripts:
+        session.error(
+            "package.json has no `e2e` script: the playground's browser tests are missing "
+            "(add the script that runs them with Playwright)"
+        )
+    _host_settings(session, "scripts/browser-host.sh")
+    # The chat's live words cross processes on PostgreSQL only: the tests run a second server
+    # there, in a schema of its own under PSYCH_TEST_POSTGRES_DSN.
+    _host_settings(session, "scripts/services/postgres.sh")
+    session.env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
+    # The tests start `python -m psych_playground dev` from the workspace environment.
+    _uv_sync(session, "3.12")
+    _npm_ci(session)
+    session.run("npm", "run", "build", external=True)
+    session.run("npm", "run", "e2e", *session.posargs, external=True)
+
+
+def _npm_ci(session: nox.Session) -> None:
+    """Install the npm workspace's packages from package-lock.json when node_modules is missing
+    or older than the lock (npm writes node_modules/.package-lock.json at every install)."""
+    lock = Path("package-lock.json")
+    installed = Path("node_modules", ".package-lock.json")
+    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
+        session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
 
 
 @nox.session
@@ -137,11 +196,7 @@ def sandboxes(session: nox.Session) -> None:
 
 
 def _start_sandbox_host(session: nox.Session) -> None:
-    output = session.run("bash", "scripts/sandbox-host.sh", "start", silent=True, external=True)
-    settings = dict(
-        line.split("=", 1) for line in str(output or "").splitlines() if line.startswith("PSYCH_")
-    )
-    session.env.update(settings)
+    _host_settings(session, "scripts/sandbox-host.sh")
 
 
 _SANDBOX_TESTS = (
@@ -155,7 +210,13 @@ def _start_services(session: nox.Session) -> None:
     """Start (or reuse) the databases the store tests need and export their settings
     (PSYCH_TEST_POSTGRES_DSN, ...): `scripts/dev-services.sh start`. A service that cannot be
     started fails the session here, so no store test runs without its server."""
-    output = session.run("bash", "scripts/dev-services.sh", "start", silent=True, external=True)
+    _host_settings(session, "scripts/dev-services.sh")
+
+
+def _host_settings(session: nox.Session, script: str) -> None:
+    """Run `script start` (install and start what it manages, or reuse it) and export the
+    settings it prints (PSYCH_...=... lines); a script that fails fails the session."""
+    output = session.run("bash", script, "start", silent=True, external=True)
     settings = dict(
         line.split("=", 1) for line in str(output or "").splitlines() if line.startswith("PSYCH_")
     )

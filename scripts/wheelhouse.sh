@@ -30,7 +30,11 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 cd "$psych_root"
-uv build --quiet --all-packages --wheel --out-dir "$wheelhouse"
+# The distributions under packages/, one by one: the workspace's apps (apps/*, the playground)
+# are examples run from this checkout, never installed from a wheelhouse.
+for project in packages/*/; do
+    uv build --quiet --wheel --out-dir "$wheelhouse" "$project"
+done
 
 uv export --quiet --frozen --all-packages --all-extras --no-dev --group template-fastapi \
     --no-emit-workspace --output-file "$work/requirements.txt"
