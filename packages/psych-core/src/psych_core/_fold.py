@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
@@ -49,6 +49,11 @@ from psych_core._state import CallOutcome, CallPhase, CallState, RunState, call_
 from psych_core._usage import Usage
 from psych_core._waits import resume_targets, wait_event
 from psych_core._workflow_state import EMPTY_PROGRESS, ProgressWriter
+
+if TYPE_CHECKING:
+    from dataclasses import replace
+else:
+    from psych_core._evolve import evolve as replace
 
 UNKNOWN_OUTCOME = (
     "The outcome of this call is unknown: the worker running it stopped before it reported a "

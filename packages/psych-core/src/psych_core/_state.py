@@ -94,7 +94,7 @@ class CallOutcome:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CallState:
     """Where one tool call of the current model turn is.
 
@@ -133,7 +133,7 @@ class CallState:
         return self.arguments if self.arguments is not None else self.call.arguments
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RunState:
     """Everything the worker needs to decide what a run does next.
 
