@@ -8,9 +8,10 @@ import contextlib
 import json
 import os
 import sqlite3
+import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -157,6 +158,93 @@ def floor_ms(url: str, steps: int, workdir: Path) -> float:
     raise ValueError(f"no floor for {url!r}")
 
 
+def floor_runs_per_s(url: str, runs: int, steps: int, connections: int) -> float | None:
+    """The raw floor's runs per second with `connections` runs in flight: a run is `steps`
+    INSERT and COMMIT (PutItem on DynamoDB) in turn, as a benchmark run has durable steps, each
+    connection (stream) takes the next run when it is done with one, until `runs` are done.
+    None for the memory store, which has no connections."""
+    if url == "memory:":
+        return None
+    if url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite://"))
+        return _sqlite_floor_runs_per_s(path, runs, steps, connections)
+    if url.startswith("dynamodb://"):
+        fleet = _dynamodb_floor_runs_per_s(url, runs, steps, connections)
+    elif url.startswith(("postgresql://", "postgres://")):
+        fleet = _postgres_floor_runs_per_s(url, runs, steps, connections)
+    elif url.startswith("mysql://"):
+        fleet = _mysql_floor_runs_per_s(url, runs, steps, connections)
+    else:
+        raise ValueError(f"no floor for {url!r}")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, fleet).result()
+
+
+def _sqlite_floor_runs_per_s(path: Path, runs: int, steps: int, connections: int) -> float:
+    """`connections` threads, each with its own connection to one file. SQLite lets one write
+    transaction at a time through; the threads queue for it on a lock in this process, as the
+    SQLite store's writers do, rather than in SQLite's busy handler, whose sleeps between
+    retries would leave the file idle (about a quarter of the rate, measured)."""
+    setup = sqlite3.connect(path, isolation_level=None)
+    setup.execute("PRAGMA journal_mode=WAL")
+    setup.execute(
+        "CREATE TABLE IF NOT EXISTS floor (run_id TEXT, seq INTEGER, body TEXT, "
+        "PRIMARY KEY (run_id, seq))"
+    )
+    setup.close()
+    pending = iter(range(runs))
+    taking, writing = threading.Lock(), threading.Lock()
+
+    def next_run() -> int | None:
+        with taking:
+            return next(pending, None)
+
+    def drive(connection: sqlite3.Connection) -> None:
+        while (run := next_run()) is not None:
+            for seq in range(steps):
+                with writing:
+                    connection.execute("BEGIN IMMEDIATE")
+                    connection.execute(
+                        "INSERT INTO floor VALUES (?, ?, ?)", (f"r{run}", seq, RECORD)
+                    )
+                    connection.execute("COMMIT")
+
+    opened = []
+    for _ in range(connections):
+        connection = sqlite3.connect(
+            path, isolation_level=None, timeout=600, check_same_thread=False
+        )
+        connection.execute("PRAGMA synchronous=FULL")
+        opened.append(connection)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(connections) as pool:
+            started = time.perf_counter()
+            for done in [pool.submit(drive, connection) for connection in opened]:
+                done.result()
+            elapsed = time.perf_counter() - started
+    finally:
+        for connection in opened:
+            connection.close()
+    return runs / elapsed
+
+
+async def _fleet(
+    runs: int, steps: int, connections: int, insert: Callable[[int, int, int], Awaitable[object]]
+) -> float:
+    """Runs per second for `connections` streams driving `runs` runs of `steps` inserts, where
+    `insert(stream, run, seq)` is one durable write on the stream's own connection."""
+    pending = iter(range(runs))
+
+    async def drive(stream: int) -> None:
+        for run in pending:
+            for seq in range(steps):
+                await insert(stream, run, seq)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(drive(stream) for stream in range(connections)))
+    return runs / (time.perf_counter() - started)
+
+
 def _dynamodb_url(url: str) -> tuple[str, str | None, str | None]:
     """``dynamodb://HOST:PORT/TABLE?region=R`` (an endpoint over http, such as moto's) or
     ``dynamodb:///TABLE?region=R`` (AWS): (table, region, endpoint)."""
@@ -226,6 +314,40 @@ async def _dynamodb_floor_ms(url: str, steps: int) -> float:
     return elapsed * 1000 / steps
 
 
+async def _dynamodb_floor_runs_per_s(url: str, runs: int, steps: int, connections: int) -> float:
+    from aiobotocore.config import AioConfig
+
+    table, region, endpoint = _dynamodb_url(url)
+    table = f"{table}-floor32-{uuid.uuid4().hex[:12]}"
+    async with _dynamodb_session(endpoint).client(
+        "dynamodb",
+        region_name=region,
+        endpoint_url=endpoint,
+        config=AioConfig(max_pool_connections=connections),
+    ) as client:
+        await client.create_table(
+            TableName=table,
+            AttributeDefinitions=[
+                {"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk")
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        await client.get_waiter("table_exists").wait(TableName=table)
+
+        async def put(stream: int, run: int, seq: int) -> object:
+            item = {"pk": {"S": f"RUN#r{run}"}, "sk": {"S": f"LOG#{seq:020d}"}}
+            return await client.put_item(TableName=table, Item={**item, "body": {"S": RECORD}})
+
+        try:
+            return await _fleet(runs, steps, connections, put)
+        finally:
+            await client.delete_table(TableName=table)
+
+
 # -- PostgreSQL --------------------------------------------------------------------------------
 
 POSTGRES_DSN = "postgresql://psych:psych@127.0.0.1:5432/psych_test"
@@ -274,6 +396,31 @@ async def _postgres_floor_ms(url: str, steps: int) -> float:
     finally:
         await conn.close()
     return elapsed * 1000 / steps
+
+
+async def _postgres_floor_runs_per_s(url: str, runs: int, steps: int, connections: int) -> float:
+    import asyncpg
+
+    dsn, schema = _postgres_url(url)
+    opened = [await asyncpg.connect(dsn) for _ in range(connections)]
+    try:
+        await opened[0].execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        await opened[0].execute(
+            f"CREATE TABLE {schema}.floor32 (run_id text, seq bigint, body bytea, "
+            "PRIMARY KEY (run_id, seq))"
+        )
+        body = RECORD.encode()
+        sql = f"INSERT INTO {schema}.floor32 VALUES ($1, $2, $3)"
+        for index, conn in enumerate(opened):
+            await conn.execute(sql, f"warm{index}", 0, body)
+
+        async def insert(stream: int, run: int, seq: int) -> object:
+            return await opened[stream].execute(sql, f"r{run}", seq, body)
+
+        return await _fleet(runs, steps, connections, insert)
+    finally:
+        for conn in opened:
+            await conn.close()
 
 
 async def drop_postgres_schema(url: str) -> None:
@@ -370,3 +517,32 @@ async def _mysql_floor_ms(url: str, steps: int) -> float:
     finally:
         conn.close()
     return elapsed * 1000 / steps
+
+
+async def _mysql_floor_runs_per_s(url: str, runs: int, steps: int, connections: int) -> float:
+    import aiomysql
+
+    _create_mysql_database(url)
+    args, database = _mysql_connect_args(url)
+    opened = [
+        await aiomysql.connect(**args, db=database, charset="utf8mb4", autocommit=True)
+        for _ in range(connections)
+    ]
+    try:
+        cursors = [await conn.cursor() for conn in opened]
+        await cursors[0].execute(
+            "CREATE TABLE IF NOT EXISTS floor32 (run_id VARBINARY(255) NOT NULL, "
+            "seq BIGINT NOT NULL, body LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin "
+            "NOT NULL, PRIMARY KEY (run_id, seq)) ENGINE=InnoDB"
+        )
+        sql = "INSERT INTO floor32 (run_id, seq, body) VALUES (%s, %s, %s)"
+        for index, cursor in enumerate(cursors):
+            await cursor.execute(sql, (f"warm{index}", 0, RECORD))
+
+        async def insert(stream: int, run: int, seq: int) -> object:
+            return await cursors[stream].execute(sql, (f"r{run}", seq, RECORD))
+
+        return await _fleet(runs, steps, connections, insert)
+    finally:
+        for conn in opened:
+            conn.close()

@@ -1,41 +1,54 @@
 """A benchmark worker process.
 
-    python -m bench._worker_process URL CALLS CONCURRENCY          serve runs until none is left
-    python -m bench._worker_process URL CALLS CONCURRENCY serve    serve until SIGTERM
+    python -m bench._worker_process URL CALLS CONCURRENCY [--lease S]          drain
+    python -m bench._worker_process URL CALLS CONCURRENCY serve [--lease S]    serve until SIGTERM
+    python -m bench._worker_process URL CALLS CONCURRENCY stall [--lease S]    stall a run
 
-In ``serve`` mode the worker polls only once a second, so it learns of new work from the
-store's notifications (LISTEN/NOTIFY on PostgreSQL) or from its polling, as a deployed worker
-does; it prints ``ready`` once it is serving.
+Without a mode the worker serves runs until none is left. In ``serve`` mode it polls only
+once a second, so it learns of new work from the store's notifications (LISTEN/NOTIFY on
+PostgreSQL) or from its polling, as a deployed worker does; it prints ``ready`` once it is
+serving. In ``stall`` mode the tool's second call never returns: the worker prints
+``stalled RUN_ID`` once a run is stuck in it, and keeps renewing that run's lease until it is
+killed (as a worker stuck on a slow tool does). ``--lease`` is the claims' lease in seconds
+(`Leases.ttl`; the runtime's default without it).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import sys
+import datetime as dt
 
 from bench._agent import StepModel, step
 from bench._stores import open_bench_store
-from psych_runtime import Runtime, Worker
+from psych_runtime import CodeFunction, Leases, Runtime, ToolContext, Worker
+
+STALLED_AT = 1
+"""The index of the call that never returns in ``stall`` mode (its run is mid-way)."""
 
 
-async def main(url: str, calls: int, concurrency: int, serve: bool) -> None:
+async def _stalling_step(index: int, context: ToolContext) -> dict[str, int]:
+    """`step`, except that its call `STALLED_AT` waits forever."""
+    if index == STALLED_AT:
+        print(f"stalled {context.run_id}", flush=True)
+        await asyncio.Event().wait()
+    return await step(index)
+
+
+async def main(url: str, calls: int, concurrency: int, mode: str, lease_s: float | None) -> None:
     store = open_bench_store(url)
+    tool = CodeFunction.of(_stalling_step, name="step") if mode == "stall" else step
+    leases = Leases() if lease_s is None else Leases(ttl=dt.timedelta(seconds=lease_s))
+    runtime = Runtime(model=StepModel(calls), tools=[tool], leases=leases)
     try:
-        if serve:
-            worker = Worker(
-                store, Runtime(model=StepModel(calls), tools=[step]), concurrency=concurrency
-            )
+        if mode == "drain":
+            worker = Worker(store, runtime, concurrency=concurrency, poll_interval=0.05)
+            await worker.run_until_idle()
+        else:
+            worker = Worker(store, runtime, concurrency=concurrency)
             await store.migrate()
             print("ready", flush=True)
             await worker.run()
-        else:
-            worker = Worker(
-                store,
-                Runtime(model=StepModel(calls), tools=[step]),
-                concurrency=concurrency,
-                poll_interval=0.05,
-            )
-            await worker.run_until_idle()
     finally:
         close = getattr(store, "close", None)
         if close is not None:
@@ -43,4 +56,11 @@ async def main(url: str, calls: int, concurrency: int, serve: bool) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:5] == ["serve"]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("url")
+    parser.add_argument("calls", type=int)
+    parser.add_argument("concurrency", type=int)
+    parser.add_argument("mode", nargs="?", choices=("drain", "serve", "stall"), default="drain")
+    parser.add_argument("--lease", type=float, default=None, help="Leases.ttl in seconds")
+    args = parser.parse_args()
+    asyncio.run(main(args.url, args.calls, args.concurrency, args.mode, args.lease))

@@ -3,12 +3,14 @@
     python -m bench.against_ref --ref REV --store memory [--rounds 5]
 
 A refactor must not make a durable step dearer. This checks out `REV` into a temporary git
-worktree and runs `bench.durable_steps` there and here in alternating rounds, each in a fresh
-process that imports its own tree's packages (its `packages/*/src` first on `PYTHONPATH`), so
-load from elsewhere on the machine moves both alike. It prints each side's median per-step cost
-and their ratio; the last line is machine-readable:
+worktree and runs this checkout's `bench.durable_steps` against that tree's packages and against
+these, in alternating rounds, each in a fresh process that imports one tree's packages (its
+`packages/*/src` first on `PYTHONPATH`), so load from elsewhere on the machine moves both alike
+and both are measured by the same code (`REV` must have the public names the benchmark uses).
+It prints each side's median wall-clock and CPU cost per step and their ratios; the last line
+is machine-readable:
 
-    store=NAME ref=REV ref_ms=X here_ms=Y ratio=Z
+    store=NAME ref=REV ref_ms=X here_ms=Y ratio=Z ref_cpu_us=A here_cpu_us=B cpu_ratio=C
 """
 
 from __future__ import annotations
@@ -24,18 +26,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PER_STEP = re.compile(r"per_step_ms=([0-9.]+)")
+CPU = re.compile(r"cpu_us_per_step=([0-9.]+)")
 
 
-def _per_step(tree: Path, store: str, runs: int) -> float:
+def _per_step(tree: Path, store: str, runs: int) -> tuple[float, float]:
+    """(ms, CPU us) per durable step with `tree`'s packages, measured by this checkout's code."""
     sources = [str(path) for path in sorted((tree / "packages").glob("*/src"))]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), *sources])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sources])}
     command = [sys.executable, "-m", "bench.durable_steps", "--store", store, "--rounds", "1"]
     command += ["--runs", str(runs), "--claims", "5", "--long", "100"]
-    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=False)
-    found = PER_STEP.search(done.stdout)
-    if done.returncode != 0 or found is None:
-        raise SystemExit(f"the benchmark failed in {tree}:\n{done.stdout}\n{done.stderr}")
-    return float(found.group(1))
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    ms, cpu = PER_STEP.search(done.stdout), CPU.search(done.stdout)
+    if done.returncode != 0 or ms is None or cpu is None:
+        raise SystemExit(f"the benchmark failed on {tree}:\n{done.stdout}\n{done.stderr}")
+    return float(ms.group(1)), float(cpu.group(1))
 
 
 def main() -> None:
@@ -53,25 +57,34 @@ def main() -> None:
             check=True,
         )
         try:
-            ref_ms: list[float] = []
-            here_ms: list[float] = []
+            ref_ms: list[tuple[float, float]] = []
+            here_ms: list[tuple[float, float]] = []
             for round_number in range(options.rounds):
                 # Alternate which side goes first, so neither always runs on a warmer machine.
                 sides = [(tree, ref_ms), (ROOT, here_ms)]
                 for side, into in sides if round_number % 2 == 0 else reversed(sides):
                     into.append(_per_step(side, options.store, options.runs))
+                (ref_step, ref_cpu), (here_step, here_cpu) = ref_ms[-1], here_ms[-1]
                 print(
-                    f"round {round_number + 1}: ref {ref_ms[-1]:.3f} ms, here {here_ms[-1]:.3f} ms"
+                    f"round {round_number + 1}: ref {ref_step:.3f} ms {ref_cpu:.1f} us CPU, "
+                    f"here {here_step:.3f} ms {here_cpu:.1f} us CPU"
                 )
         finally:
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False
             )
-    ref, here = statistics.median(ref_ms), statistics.median(here_ms)
-    print(f"per step, median of {options.rounds}: ref {ref:.3f} ms, here {here:.3f} ms")
+    ref = statistics.median(step for step, _ in ref_ms)
+    here = statistics.median(step for step, _ in here_ms)
+    ref_cpu = statistics.median(cpu for _, cpu in ref_ms)
+    here_cpu = statistics.median(cpu for _, cpu in here_ms)
+    print(
+        f"per step, median of {options.rounds}: ref {ref:.3f} ms {ref_cpu:.1f} us CPU, "
+        f"here {here:.3f} ms {here_cpu:.1f} us CPU"
+    )
     print(
         f"store={options.store} ref={options.ref} ref_ms={ref:.3f} here_ms={here:.3f} "
-        f"ratio={here / ref:.2f}"
+        f"ratio={here / ref:.2f} ref_cpu_us={ref_cpu:.1f} here_cpu_us={here_cpu:.1f} "
+        f"cpu_ratio={here_cpu / ref_cpu:.2f}"
     )
 
 

@@ -11,11 +11,31 @@ around it: what the store itself costs) are measured in alternating rounds (`--r
 each is the median over the rounds, so load from elsewhere on the machine moves them alike.
 The claim latency is the time from `dispatch` to the first record an idle worker writes (its
 `AttemptStarted`), with the worker in its own process polling once a second, so what wakes it
-is the store's notification (or its polling, where it has none). The last line is
-machine-readable:
+is the store's notification (or its polling, where it has none).
 
-    store=NAME steps_per_run=21 per_step_ms=X floor_ms=Y ratio=Z runs_per_s_32=W
-        claim_p50_ms=A claim_p95_ms=B            (all on one line)
+Throughput: runs per second of one worker with 32 runs in flight, next to the raw floor's with
+32 connections in flight (on the same server or file, in the same invocation; a floor run is
+as many INSERT and COMMIT as a benchmark run has durable steps, on a connection of its own;
+SQLite lets one of the 32 write at a time; three alternating rounds, medians), then with 1, 2
+and 4 worker processes. Recovery
+(`bench._recovery`): a worker process is killed (SIGKILL) in the middle of a run held with a
+short lease (`--lease`), `--queue` runs are admitted behind it, and a fresh worker process
+serves them; the figure is the time from the killed run's lease expiry to its next
+`AttemptStarted`. A claim takes the oldest claimable run, and a leased run is claimable from
+its lease's expiry, so the killed run waits behind the queue (the table says how many of it
+started first). The memory
+store has no connections and no processes: n/a there. The last line is machine-readable:
+
+    store=NAME steps_per_run=21 per_step_ms=X floor_ms=Y ratio=Z cpu_us_per_step=C
+        cpu_calibration_us=U runs_per_s_32=W claim_p50_ms=A claim_p95_ms=B
+        floor_runs_per_s_32=F recovery_s=R recovery_lease_s=L   (all on one line)
+
+The CPU per step is this process's CPU time (`time.process_time`) over the per-step measure,
+divided by its steps: on the memory store, the runtime's own cost. Machines differ, so it is
+printed next to a calibration unit (`bench._cpu.calibration_us`: a fixed piece of the kind of
+Python work a step does, timed in the same rounds), and as their quotient, which is what to
+compare between machines. `python -m bench.against_ref --ref REV` compares both figures with an
+earlier commit's, side by side in one invocation.
 
 Server stores read their server from the environment: PSYCH_BENCH_POSTGRES_DSN (else
 PSYCH_TEST_POSTGRES_DSN, else the server `scripts/dev-services.sh start` brings up). Each
@@ -36,30 +56,38 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from bench._agent import SCOPE, StepModel, admit_runs, bench_spec, step
-from bench._stores import bench_url, count_appends, discard, floor_ms, fresh_store
+from bench._cpu import calibration_us
+from bench._recovery import Recovery, recovery_behind_queue
+from bench._stores import bench_url, count_appends, discard, floor_ms, floor_runs_per_s, fresh_store
 from psych_runtime import RunQuery, Runtime, Worker, dispatch
 from psych_runtime.ports import Batch, RunIndex, Store
 from psych_runtime.records import AttemptStarted, Record, ToolCallFinished
 
 ROOT = Path(__file__).resolve().parents[1]
 STORES = ("memory", "sqlite", "postgres", "mysql", "dynamodb")
+IN_FLIGHT = 32
+"""Runs at once in the runs/s measure, and connections of the floor's."""
+PROCESS_CONCURRENCY = 8
+"""Runs at once in each worker process."""
 
 
-async def per_step(url: str, runs: int, calls: int) -> tuple[float, float]:
-    """(ms per durable step, steps per run) for `runs` runs driven one at a time."""
+async def per_step(url: str, runs: int, calls: int) -> tuple[float, float, float]:
+    """(ms per durable step, steps per run, CPU microseconds per step) for `runs` runs driven
+    one at a time. The CPU is this process's (`time.process_time`): the runtime's own, and the
+    store client's; on the memory store, the runtime's alone."""
     async with fresh_store(url) as store:
         await admit_runs(store, runs, calls)
         stamps: list[float] = []
         count_appends(store, stamps)
         worker = Worker(store, Runtime(model=StepModel(calls), tools=[step]), poll_interval=0.01)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await worker.run_until_idle()
-        elapsed = time.perf_counter() - started
-    return elapsed * 1000 / len(stamps), len(stamps) / runs
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return elapsed * 1000 / len(stamps), len(stamps) / runs, cpu * 1e6 / len(stamps)
 
 
 async def append_only(url: str, count: int) -> float:
@@ -105,6 +133,26 @@ async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> 
         return runs / (time.perf_counter() - started)
 
 
+async def runs_per_second_beside_floor(
+    url: Callable[[str], str], rounds: int, calls: int, steps: int
+) -> tuple[float, float | None, float | None]:
+    """(runs/s of one worker, of the raw floor, their ratio) with `IN_FLIGHT` runs at once, in
+    alternating rounds on fresh stores named by `url`: the medians of the rounds' figures and
+    ratios. The floor's run is `steps` INSERT and COMMIT (None on the memory store)."""
+    runs = 3 * IN_FLIGHT
+    rates: list[float] = []
+    floors: list[float] = []
+    for index in range(rounds):
+        rates.append(await runs_per_second(url(f"rps{index}"), runs, calls, IN_FLIGHT))
+        floor = floor_runs_per_s(url(f"floor32_{index}"), runs, steps, IN_FLIGHT)
+        if floor is not None:
+            floors.append(floor)
+    if not floors:
+        return statistics.median(rates), None, None
+    ratios = [rate / floor for rate, floor in zip(rates, floors, strict=True)]
+    return statistics.median(rates), statistics.median(floors), statistics.median(ratios)
+
+
 async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
     """Median step time around turn 10 and around turn `calls` of one long run (ms)."""
     async with fresh_store(url) as store:
@@ -132,7 +180,14 @@ def _run_worker_processes(url: str, processes: int, calls: int) -> float:
     started = time.perf_counter()
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "bench._worker_process", url, str(calls), "8"],
+            [
+                sys.executable,
+                "-m",
+                "bench._worker_process",
+                url,
+                str(calls),
+                str(PROCESS_CONCURRENCY),
+            ],
             cwd=ROOT,
             env=env,
         )
@@ -237,6 +292,12 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=10, help="tool calls per run")
     parser.add_argument("--long", type=int, default=1000, help="turns of the long run")
     parser.add_argument("--claims", type=int, default=50, help="trials of the claim latency")
+    parser.add_argument(
+        "--queue", type=int, default=300, help="runs admitted behind the killed one (recovery)"
+    )
+    parser.add_argument(
+        "--lease", type=float, default=1.5, help="the lease in the recovery measure (s)"
+    )
     args = parser.parse_args()
 
     urls: list[str] = []
@@ -254,8 +315,13 @@ async def main() -> None:
             rounds = max(args.rounds, 1)
             per_round = max(args.runs // rounds, 1)
             steps_ms, floors, appends, ratios, append_ratios = [], [], [], [], []
+            cpus, calibrations = [], []
             for index in range(rounds):
-                one_step, steps = await per_step(url(f"steps{index}"), per_round, args.calls)
+                calibrations.append(calibration_us())
+                one_step, steps, one_cpu = await per_step(
+                    url(f"steps{index}"), per_round, args.calls
+                )
+                cpus.append(one_cpu)
                 count = int(per_round * steps)
                 folder = workdir / f"round{index}"
                 folder.mkdir()
@@ -268,7 +334,10 @@ async def main() -> None:
                 append_ratios.append(one_append / one_floor)
             step_ms, floor = statistics.median(steps_ms), statistics.median(floors)
             append_ms, ratio = statistics.median(appends), statistics.median(ratios)
-            rps_32 = await runs_per_second(url("rps"), 96, args.calls, 32)
+            cpu_us, calibration = statistics.median(cpus), statistics.median(calibrations)
+            rps_32, floor_rps_32, rps_ratio = await runs_per_second_beside_floor(
+                url, rounds=3, calls=args.calls, steps=round(steps)
+            )
             early, late = await late_step_ratio(url("long"), args.long)
             claim_p50, claim_p95 = await claim_latency(url("claims"), args.claims)
             rows = [
@@ -277,7 +346,12 @@ async def main() -> None:
                 ("ratio", f"{ratio:.2f}"),
                 ("store append alone, no runtime (ms)", f"{append_ms:.3f}"),
                 ("store append alone / raw floor", f"{statistics.median(append_ratios):.2f}"),
+                ("CPU per durable step, this process (us)", f"{cpu_us:.1f}"),
+                ("CPU calibration unit (us)", f"{calibration:.1f}"),
+                ("CPU per step / calibration unit", f"{cpu_us / calibration:.2f}"),
                 ("runs/s, 1 worker, 32 runs at once", f"{rps_32:.1f}"),
+                ("raw floor runs/s, 32 connections at once", _figure(floor_rps_32)),
+                ("runs/s at 32: psych / raw floor", _figure(rps_ratio, 2)),
                 (f"step at turn 10 / turn {args.long} (ms)", f"{early:.3f} / {late:.3f}"),
                 (f"turn {args.long} / turn 10", f"{late / early:.2f}"),
                 ("claim latency p50 / p95 (ms)", f"{claim_p50:.2f} / {claim_p95:.2f}"),
@@ -288,8 +362,18 @@ async def main() -> None:
                         url(f"procs{processes}"), processes, 160, args.calls
                     )
                     rows.append(
-                        (f"runs/s, {processes} worker process(es), 8 runs each", f"{rate:.1f}")
+                        (
+                            f"runs/s, {processes} worker process(es), "
+                            f"{PROCESS_CONCURRENCY} runs each",
+                            f"{rate:.1f}",
+                        )
                     )
+            recovery: Recovery | None = None
+            if args.store != "memory":
+                recovery = await recovery_behind_queue(
+                    url("recovery"), args.queue, args.calls, args.lease, PROCESS_CONCURRENCY
+                )
+            rows.extend(_recovery_rows(recovery, args.queue, args.lease))
         finally:
             for used in urls:
                 await discard(used)
@@ -300,9 +384,33 @@ async def main() -> None:
         print(f"{label:<{width}}  {value}")
     print(
         f"store={args.store} steps_per_run={steps:.0f} per_step_ms={step_ms:.3f} "
-        f"floor_ms={floor:.3f} ratio={ratio:.2f} runs_per_s_32={rps_32:.1f} "
-        f"claim_p50_ms={claim_p50:.2f} claim_p95_ms={claim_p95:.2f}"
+        f"floor_ms={floor:.3f} ratio={ratio:.2f} cpu_us_per_step={cpu_us:.1f} "
+        f"cpu_calibration_us={calibration:.1f} runs_per_s_32={rps_32:.1f} "
+        f"claim_p50_ms={claim_p50:.2f} claim_p95_ms={claim_p95:.2f} "
+        f"floor_runs_per_s_32={_figure(floor_rps_32)} "
+        f"recovery_s={_figure(None if recovery is None else recovery.expiry_to_resume_s, 2)} "
+        f"recovery_lease_s={args.lease:g}"
     )
+
+
+def _figure(value: float | None, digits: int = 1) -> str:
+    """`value` to `digits` places, or n/a where the store has no such figure."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _recovery_rows(recovery: Recovery | None, queue: int, lease: float) -> list[tuple[str, str]]:
+    """The table's rows for the recovery behind a queue (n/a on the memory store)."""
+    head = f"recovery behind {queue} queued runs, lease {lease:g} s"
+    if recovery is None:
+        return [(f"{head}: lease expiry -> next attempt (s)", "n/a (no worker processes)")]
+    return [
+        (f"{head}: lease expiry -> next attempt (s)", f"{recovery.expiry_to_resume_s:.2f}"),
+        (f"{head}: SIGKILL -> next attempt (s)", f"{recovery.kill_to_resume_s:.2f}"),
+        (
+            f"{head}: queued runs started before it",
+            f"{recovery.ahead} of {recovery.queue}",
+        ),
+    ]
 
 
 if __name__ == "__main__":

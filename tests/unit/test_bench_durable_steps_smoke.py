@@ -1,0 +1,66 @@
+"""The durable-step benchmark still works on the memory store with tiny sizes: its table and its
+machine-readable last line carry every figure, the store-only figures (the raw floor with 32
+connections, the recovery behind a queue) as n/a. No time is compared with a goal here (timed
+tests flake); the recovery measure needs worker processes and a durable store, so it runs in
+the benchmark itself, not here."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import durable_steps
+from bench._recovery import Recovery
+from bench._stores import floor_runs_per_s
+
+
+async def test_the_command_prints_every_figure_and_a_machine_readable_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    arguments = ["--store", "memory", "--rounds", "2", "--runs", "2", "--long", "40"]
+    monkeypatch.setattr(sys, "argv", ["durable_steps", *arguments, "--claims", "3"])
+    await durable_steps.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    found = dict(re.findall(r"(\w+)=(\S+)", lines[-1]))
+    assert found["store"] == "memory"
+    assert found["steps_per_run"] == "21"
+    for key in ("per_step_ms", "ratio", "cpu_us_per_step", "cpu_calibration_us", "runs_per_s_32"):
+        assert float(found[key]) > 0, key
+    assert float(found["claim_p95_ms"]) >= float(found["claim_p50_ms"]) >= 0
+    assert found["floor_runs_per_s_32"] == "n/a"
+    assert found["recovery_s"] == "n/a"
+    assert found["recovery_lease_s"] == "1.5"
+    table = "\n".join(lines[:-1])
+    assert re.search(r"raw floor runs/s, 32 connections at once +n/a", table)
+    assert re.search(r"runs/s at 32: psych / raw floor +n/a", table)
+    assert re.search(r"recovery behind 300 queued runs, lease 1.5 s: .* +n/a", table)
+
+
+def test_the_raw_floor_in_flight_counts_runs_of_durable_commits(tmp_path: Path) -> None:
+    rate = floor_runs_per_s(f"sqlite:///{tmp_path / 'floor.sqlite'}", 8, 3, 4)
+    assert rate is not None
+    assert rate > 0
+    connection = sqlite3.connect(tmp_path / "floor.sqlite")
+    try:
+        rows = connection.execute("SELECT count(*), count(DISTINCT run_id) FROM floor").fetchone()
+    finally:
+        connection.close()
+    assert rows == (24, 8)
+    assert floor_runs_per_s("memory:", 8, 3, 4) is None
+
+
+def test_the_recovery_rows_say_what_was_measured() -> None:
+    recovery = Recovery(
+        lease_s=1.5, expiry_to_resume_s=2.25, kill_to_resume_s=3.5, ahead=299, queue=300
+    )
+    rows = dict(durable_steps._recovery_rows(recovery, 300, 1.5))
+    head = "recovery behind 300 queued runs, lease 1.5 s"
+    assert rows == {
+        f"{head}: lease expiry -> next attempt (s)": "2.25",
+        f"{head}: SIGKILL -> next attempt (s)": "3.50",
+        f"{head}: queued runs started before it": "299 of 300",
+    }
