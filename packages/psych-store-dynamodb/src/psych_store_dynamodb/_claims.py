@@ -24,6 +24,9 @@ from psych_store_dynamodb._table import Table
 _CANDIDATES = 8
 """Candidates read from the claim index at once: racing claimers spread over them."""
 
+_EXPIRED_CANDIDATES = 32
+"""Runs claimable at a time (not "at once") read first, to find those whose lease expired."""
+
 _ROUNDS = 3
 """How often a claim reads the index again after losing every candidate to other claimers."""
 
@@ -48,10 +51,17 @@ async def claim(
         return await _claim_one(table, worker_id, ttl, run_id, max_attempts)
     for _ in range(_ROUNDS):
         now = table.clock()
+        # A run whose lease expired first (its row still names its owner: its worker died
+        # with it started), among the runs claimable at a time rather than "at once" (expired
+        # leases, due waits, runs released to a time; the index projects no owner, so each is
+        # read); then the oldest claimable run.
+        timed = await table.claimable_ids(now, _EXPIRED_CANDIDATES, timed_only=True)
         candidates = await table.claimable_ids(now, _CANDIDATES)
         if not candidates:
             return None
-        for candidate in candidates:
+        rows = [await table.get_row(candidate) for candidate in timed]
+        expired = [row.run.run_id for row in rows if row is not None and row.leased]
+        for candidate in [*expired, *(c for c in candidates if c not in expired)]:
             row = await table.get_row(candidate)
             if row is None or not _claimable(row, now):
                 continue  # the index lags, or another claimer was first

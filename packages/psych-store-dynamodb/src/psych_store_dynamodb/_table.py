@@ -14,6 +14,7 @@ from psych_core import StoreLimits
 from psych_store_dynamodb._client import Connection, backoff
 from psych_store_dynamodb._layout import (
     CLAIMABLE_INDEX,
+    NEVER_BEFORE_TEXT,
     ROW_SK,
     claimable_bound,
     log_sk,
@@ -163,22 +164,32 @@ class Table:
 
     # -- the claim index --------------------------------------------------------------------
 
-    async def claimable_ids(self, now: dt.datetime, count: int) -> list[str]:
-        """The runs claimable at `now`, oldest first, at most `count`, from the claim index.
+    async def claimable_ids(
+        self, now: dt.datetime, count: int, *, timed_only: bool = False
+    ) -> list[str]:
+        """The runs claimable at `now`, oldest first, at most `count`, from the claim index;
+        with `timed_only`, only those whose claimable time is a time, not "at once" (runs
+        whose lease expired, due waits, runs released to a time).
 
         The index is read from every shard at once and merged. It is eventually consistent:
         callers re-check each run on its row before acting on it.
         """
         bound = claimable_bound(now)
+        condition = "#s = :s AND #c < :b"
+        values = {":b": s(bound)}
+        if timed_only:
+            # Every "at once" key is NEVER_BEFORE_TEXT|created, and "}" sorts after "|".
+            condition = "#s = :s AND #c BETWEEN :a AND :b"
+            values[":a"] = s(f"{NEVER_BEFORE_TEXT}|}}")
 
         async def shard(number: int) -> list[Item]:
             reply = await self.conn.call(
                 "Query",
                 TableName=self.name,
                 IndexName=CLAIMABLE_INDEX,
-                KeyConditionExpression="#s = :s AND #c < :b",
+                KeyConditionExpression=condition,
                 ExpressionAttributeNames={"#s": "shard", "#c": "claim_at"},
-                ExpressionAttributeValues={":s": s(str(number)), ":b": s(bound)},
+                ExpressionAttributeValues={":s": s(str(number)), **values},
                 Limit=count,
             )
             items: list[Item] = reply.get("Items", [])

@@ -1,8 +1,10 @@
 """Claims and leases: `claim`, `renew`, `release`, timed by the server's clock.
 
-A claim is one transaction of three round trips. The first takes the oldest claimable run::
+A claim is one transaction of three round trips. The first takes a run whose lease expired,
+else the oldest claimable run::
 
     START TRANSACTION;
+    SELECT ... WHERE <a lease that expired> ... LIMIT 1 FOR UPDATE SKIP LOCKED;
     SELECT ..., UTC_TIMESTAMP(6) FROM psych_runs FORCE INDEX (psych_runs_runnable)
         WHERE runnable_at <= UTC_TIMESTAMP(6) AND <not ended>
         ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED
@@ -18,6 +20,7 @@ stay one round trip.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from psych_core import Claim, LeaseLost, Record, RenewResult, RunNotFound
 from psych_core.ports import check_ttl, exhausted_record, started_record
@@ -45,9 +48,21 @@ def ttl_micros(ttl: dt.timedelta) -> int:
 
 
 def _take(run_id: str | None) -> str:
-    """The locking read of the next claimable run (or of `run_id` when it is claimable)."""
+    """The locking read of the next claimable run (or of `run_id` when it is claimable).
+
+    For any run, two reads in one round trip: a run whose lease expired (it still names its
+    owner: its worker died with it started), then the oldest claimable run; the claim takes the
+    first found (`_taken`). Leased runs never hold the "at once" time, so the first read's range
+    on the index holds only them, due waits and runs released to a time: a short scan however
+    long the queue of new runs. The second read's row stays locked until the claim commits,
+    and other claimers skip it meanwhile.
+    """
     if run_id is None:
         return (
+            f"SELECT {_CANDIDATE} FROM psych_runs FORCE INDEX (psych_runs_runnable) "
+            f"WHERE runnable_at > {NEVER_BEFORE_SQL} AND runnable_at <= UTC_TIMESTAMP(6) "
+            f"AND lease_owner IS NOT NULL AND {NOT_FINAL} "
+            "ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED;\n"
             f"SELECT {_CANDIDATE} FROM psych_runs FORCE INDEX (psych_runs_runnable) "
             f"WHERE runnable_at <= UTC_TIMESTAMP(6) AND {NOT_FINAL} "
             "ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED"
@@ -56,6 +71,13 @@ def _take(run_id: str | None) -> str:
         f"SELECT {_CANDIDATE} FROM psych_runs WHERE run_id = {identifier(run_id, 'run id')} "
         f"AND runnable_at <= UTC_TIMESTAMP(6) AND {NOT_FINAL} FOR UPDATE SKIP LOCKED"
     )
+
+
+def _taken(run_id: str | None, answers: list[Result]) -> tuple[tuple[Any, ...], ...]:
+    """The rows of `_take`'s read(s), at the end of `answers`: the first read that found one."""
+    if run_id is not None:
+        return answers[-1].rows
+    return answers[-2].rows or answers[-1].rows
 
 
 def _insert_record(record: Record) -> str:
@@ -72,7 +94,7 @@ async def claim(
     """Take the oldest claimable run (or only `run_id`); see `Store.claim`."""
     lease = dt.timedelta(microseconds=ttl_micros(ttl))
     identifier(worker_id, "worker id")  # refused before anything is sent
-    rows = (await conn.batch(f"START TRANSACTION;\n{_take(run_id)}"))[-1].rows
+    rows = _taken(run_id, await conn.batch(f"START TRANSACTION;\n{_take(run_id)}"))
     while rows:
         found, tenant, attempts, next_seq, claims, now = rows[0]
         found, at = decode(found), from_stamp(now)
@@ -94,7 +116,7 @@ async def claim(
         answers = await conn.batch(f"{exhaust};\n{_take(None)}")
         if problem := _unwritten(what, answers[:2]):
             await commit(conn, problem)  # rolls back and raises
-        rows = answers[-1].rows
+        rows = _taken(None, answers)
     await conn.one("COMMIT")  # what it wrote (runs it ended) was checked as it went
     return None
 

@@ -198,18 +198,29 @@ class Sql:
                 LEFT JOIN {s}.records b ON b.run_id = r.run_id AND b.seq = $2
                 WHERE r.run_id = $1
             """,
-            # The claim's first statement, inside its transaction: the oldest claimable run
-            # that no other claimer holds, on the partial index over runnable_at. `now` is read
-            # with clock_timestamp(), which is evaluated again when the row had changed under
-            # the statement (PostgreSQL re-checks the newest version), so the new attempt starts
-            # after every record the old one managed to write.
+            # The claim's first statement, inside its transaction: a run whose lease expired
+            # (it still names its owner: its worker died with it started), else the oldest
+            # claimable run, that no other claimer holds. COALESCE evaluates its second
+            # sub-select only when the first found nothing, so only the run taken is locked.
+            # Leased runs never hold '-infinity', so the first one's range on the partial index
+            # over runnable_at holds only them, due waits and runs released to a time: a short
+            # scan however long the queue of new runs. The outer read locks the row again
+            # (already held: it does not wait) so it reads the row's newest version, and `now`
+            # is read with clock_timestamp(), which is evaluated again when the row had changed
+            # under the statement (PostgreSQL re-checks the newest version), so the new attempt
+            # starts after every record the old one managed to write.
             claim_pick_any=f"""
                 SELECT run_id, tenant, attempt, claims, next_seq, clock_timestamp() AS now
                 FROM {s}.runs
-                WHERE runnable_at <= statement_timestamp() AND status NOT IN {FINAL}
-                ORDER BY runnable_at, n
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED
+                WHERE run_id = coalesce(
+                    (SELECT run_id FROM {s}.runs
+                        WHERE runnable_at > '-infinity' AND runnable_at <= statement_timestamp()
+                            AND lease_owner IS NOT NULL AND status NOT IN {FINAL}
+                        ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED),
+                    (SELECT run_id FROM {s}.runs
+                        WHERE runnable_at <= statement_timestamp() AND status NOT IN {FINAL}
+                        ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED))
+                FOR UPDATE
             """,
             # One given run: wait for a racing claimer instead of skipping it, then look again
             # at the row it left (so the loser sees the lease and takes nothing).

@@ -16,7 +16,15 @@ from psych_store_sqlite._time import NEVER_BEFORE_MICROS, from_micros, now_micro
 
 _CANDIDATE = "SELECT run_id, tenant, attempt, next_seq, claims FROM psych_runs WHERE "
 
-# The oldest claimable run, on the partial index over runnable_at (n, the rowid, breaks ties).
+# A run whose lease expired (it still names its owner: its worker died with it started) comes
+# first. Leased runs never hold the "at once" time, so the range above it on the partial index
+# over runnable_at holds only them, due waits and runs released to a time: a short scan however
+# long the queue of new runs.
+_EXPIRED = (
+    f"{_CANDIDATE}runnable_at > {NEVER_BEFORE_MICROS} AND runnable_at <= ? "
+    f"AND lease_owner IS NOT NULL AND {NOT_FINAL} ORDER BY runnable_at, n LIMIT 1"
+)
+# Else the oldest claimable run, on the same index (n, the rowid, breaks ties).
 _OLDEST = f"{_CANDIDATE}runnable_at <= ? AND {NOT_FINAL} ORDER BY runnable_at, n LIMIT 1"
 _ONE = f"{_CANDIDATE}run_id = ? AND runnable_at <= ? AND {NOT_FINAL}"
 
@@ -38,7 +46,9 @@ def claim(
     now = now_micros()
     while True:
         if run_id is None:
-            row = conn.execute(_OLDEST, (now, *FINAL)).fetchone()
+            row = conn.execute(_EXPIRED, (now, *FINAL)).fetchone()
+            if row is None:
+                row = conn.execute(_OLDEST, (now, *FINAL)).fetchone()
         else:
             row = conn.execute(_ONE, (run_id, now, *FINAL)).fetchone()
         if row is None:

@@ -282,10 +282,12 @@ class Store(Closing, Protocol):
         run_id: str | None = None,
         max_attempts: int = 10,
     ) -> Claim | None:
-        """Take the oldest run whose ``runnable_at`` has passed (or only `run_id`), or None.
+        """Take the next run whose ``runnable_at`` has passed (or only `run_id`), or None.
 
-        "Oldest" is the smallest ``runnable_at``, then the earliest created. A run that is
-        leased, waiting on a person or ended is never taken.
+        A run whose lease expired (it still names its lease owner: its worker died or lost it
+        with the run started) comes first, so a crashed run does not wait behind a queue of
+        new ones; then the oldest: the smallest ``runnable_at``, then the earliest created. A
+        run that is leased, waiting on a person or ended is never taken.
 
         In one transaction: attempt += 1, status ``running``, lease owner := `worker_id`,
         ``runnable_at`` := lease expiry (now + `ttl`), and an `AttemptStarted` record appended

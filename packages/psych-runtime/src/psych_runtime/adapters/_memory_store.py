@@ -214,7 +214,11 @@ class MemoryStore(Store):
             and run.row.runnable_at <= now
             and run.row.status not in FINAL_STATUSES
         ]
-        ready.sort(key=lambda r: (r.row.runnable_at or NEVER_BEFORE, r.order))
+        # A run whose lease expired (it still names its owner) first: its worker died with it
+        # started. Then the smallest runnable_at, then the earliest created.
+        ready.sort(
+            key=lambda r: (r.row.lease_owner is None, r.row.runnable_at or NEVER_BEFORE, r.order)
+        )
         exhausted = False
         for run in ready:
             if run.row.claims >= max_attempts:

@@ -33,7 +33,8 @@ RACE_TRIALS = 50
 
 
 class ClaimContract(StoreHarness):
-    """`claim`: the oldest runnable run, one winner, `AttemptStarted` written by the claim."""
+    """`claim`: a run whose lease expired first, else the oldest runnable run; one winner;
+    `AttemptStarted` written by the claim."""
 
     async def test_claim_starts_an_attempt(self, store: Store) -> None:
         run_id = await self.admit(store)
@@ -75,6 +76,18 @@ class ClaimContract(StoreHarness):
         await store.release(third, 1)
         order = [await store.claim("worker-9", LEASE) for _ in range(3)]
         assert [claim.run_id for claim in order if claim] == [third, second, first]
+
+    async def test_a_run_whose_lease_expired_is_claimed_before_the_rest(self, store: Store) -> None:
+        # Its worker died with the run started: it is taken before every run admitted while
+        # it ran (which are claimable "at once"), not after them, so a crashed run does not
+        # wait behind a queue.
+        crashed = await self.admit_and_claim(store, ttl=SHORT_LEASE)
+        queued = [await self.admit(store) for _ in range(3)]
+        await asyncio.sleep(AFTER_SHORT_LEASE)
+        order = [await store.claim("worker-2", LEASE) for _ in range(4)]
+        assert [claim.run_id for claim in order if claim] == [crashed.run_id, *queued]
+        assert order[0] is not None
+        assert order[0].attempt == 2, "the crashed run's next attempt"
 
     async def test_claim_with_a_run_id_takes_only_that_run(self, store: Store) -> None:
         older = await self.admit(store)
