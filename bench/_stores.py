@@ -279,46 +279,15 @@ async def _drop_dynamodb_table(url: str) -> None:
             await client.delete_table(TableName=table)
 
 
-async def _dynamodb_floor_ms(url: str, steps: int) -> float:
-    table, region, endpoint = _dynamodb_url(url)
-    table = f"{table}-floor-{uuid.uuid4().hex[:12]}"
-    async with _dynamodb_session(endpoint).client(
-        "dynamodb", region_name=region, endpoint_url=endpoint
-    ) as client:
-        await client.create_table(
-            TableName=table,
-            AttributeDefinitions=[
-                {"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk")
-            ],
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        await client.get_waiter("table_exists").wait(TableName=table)
-        try:
-            started = time.perf_counter()
-            for seq in range(steps):
-                await client.put_item(
-                    TableName=table,
-                    Item={
-                        "pk": {"S": "RUN#r"},
-                        "sk": {"S": f"LOG#{seq:020d}"},
-                        "body": {"S": RECORD},
-                    },
-                )
-            elapsed = time.perf_counter() - started
-        finally:
-            await client.delete_table(TableName=table)
-    return elapsed * 1000 / steps
-
-
-async def _dynamodb_floor_runs_per_s(url: str, runs: int, steps: int, connections: int) -> float:
+@contextlib.asynccontextmanager
+async def _dynamodb_floor_table(
+    url: str, suffix: str, connections: int = 10
+) -> AsyncIterator[tuple[Any, str]]:
+    """(client, table): a table of its own for a floor measure, deleted after it."""
     from aiobotocore.config import AioConfig
 
     table, region, endpoint = _dynamodb_url(url)
-    table = f"{table}-floor32-{uuid.uuid4().hex[:12]}"
+    table = f"{table}-{suffix}-{uuid.uuid4().hex[:12]}"
     async with _dynamodb_session(endpoint).client(
         "dynamodb",
         region_name=region,
@@ -337,15 +306,32 @@ async def _dynamodb_floor_runs_per_s(url: str, runs: int, steps: int, connection
             BillingMode="PAY_PER_REQUEST",
         )
         await client.get_waiter("table_exists").wait(TableName=table)
-
-        async def put(stream: int, run: int, seq: int) -> object:
-            item = {"pk": {"S": f"RUN#r{run}"}, "sk": {"S": f"LOG#{seq:020d}"}}
-            return await client.put_item(TableName=table, Item={**item, "body": {"S": RECORD}})
-
         try:
-            return await _fleet(runs, steps, connections, put)
+            yield client, table
         finally:
             await client.delete_table(TableName=table)
+
+
+def _log_item(run: str, seq: int) -> dict[str, Any]:
+    return {"pk": {"S": f"RUN#{run}"}, "sk": {"S": f"LOG#{seq:020d}"}, "body": {"S": RECORD}}
+
+
+async def _dynamodb_floor_ms(url: str, steps: int) -> float:
+    async with _dynamodb_floor_table(url, "floor") as (client, table):
+        started = time.perf_counter()
+        for seq in range(steps):
+            await client.put_item(TableName=table, Item=_log_item("r", seq))
+        elapsed = time.perf_counter() - started
+    return elapsed * 1000 / steps
+
+
+async def _dynamodb_floor_runs_per_s(url: str, runs: int, steps: int, connections: int) -> float:
+    async with _dynamodb_floor_table(url, "floor32", connections) as (client, table):
+
+        async def put(stream: int, run: int, seq: int) -> object:
+            return await client.put_item(TableName=table, Item=_log_item(f"r{run}", seq))
+
+        return await _fleet(runs, steps, connections, put)
 
 
 # -- PostgreSQL --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ write the same row under the same condition; DynamoDB lets exactly one transacti
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from typing import Any
 
@@ -55,14 +56,16 @@ async def claim(
         # with it started), among the runs claimable at a time rather than "at once" (expired
         # leases, due waits, runs released to a time; the index projects no owner, so each is
         # read); then the oldest claimable run.
-        timed = await table.claimable_ids(now, _EXPIRED_CANDIDATES, timed_only=True)
-        candidates = await table.claimable_ids(now, _CANDIDATES)
-        if not candidates:
+        timed, candidates = await asyncio.gather(
+            table.claimable_ids(now, _EXPIRED_CANDIDATES, timed_only=True),
+            table.claimable_ids(now, _CANDIDATES),
+        )
+        read = dict(zip(timed, await asyncio.gather(*map(table.get_row, timed)), strict=True))
+        expired = [run for run, row in read.items() if row is not None and row.leased]
+        if not expired and not candidates:
             return None
-        rows = [await table.get_row(candidate) for candidate in timed]
-        expired = [row.run.run_id for row in rows if row is not None and row.leased]
         for candidate in [*expired, *(c for c in candidates if c not in expired)]:
-            row = await table.get_row(candidate)
+            row = read.get(candidate) or await table.get_row(candidate)
             if row is None or not _claimable(row, now):
                 continue  # the index lags, or another claimer was first
             if row.run.claims >= max_attempts:
