@@ -28,7 +28,11 @@ store has no connections and no processes: n/a there. The last line is machine-r
 
     store=NAME steps_per_run=21 per_step_ms=X floor_ms=Y ratio=Z cpu_us_per_step=C
         cpu_calibration_us=U runs_per_s_32=W claim_p50_ms=A claim_p95_ms=B
-        floor_runs_per_s_32=F recovery_s=R recovery_lease_s=L   (all on one line)
+        floor_runs_per_s_32=F recovery_s=R recovery_lease_s=L append_ratio=P
+        turn_ratio=T runs_per_s_1p=N1 runs_per_s_2p=N2 runs_per_s_4p=N4   (all on one line)
+
+`python -m bench.table` runs this for every store and writes the README's performance table
+from those lines.
 
 The CPU per step is this process's CPU time (`time.process_time`) over the per-step measure,
 divided by its steps: on the memory store, the runtime's own cost. Machines differ, so it is
@@ -356,11 +360,13 @@ async def main() -> None:
                 (f"turn {args.long} / turn 10", f"{late / early:.2f}"),
                 ("claim latency p50 / p95 (ms)", f"{claim_p50:.2f} / {claim_p95:.2f}"),
             ]
+            by_processes: dict[int, float] = {}
             if args.store != "memory":
                 for processes in (1, 2, 4):
                     rate = await process_runs_per_second(
                         url(f"procs{processes}"), processes, 160, args.calls
                     )
+                    by_processes[processes] = rate
                     rows.append(
                         (
                             f"runs/s, {processes} worker process(es), "
@@ -389,7 +395,9 @@ async def main() -> None:
         f"claim_p50_ms={claim_p50:.2f} claim_p95_ms={claim_p95:.2f} "
         f"floor_runs_per_s_32={_figure(floor_rps_32)} "
         f"recovery_s={_figure(None if recovery is None else recovery.expiry_to_resume_s, 2)} "
-        f"recovery_lease_s={args.lease:g}"
+        f"recovery_lease_s={args.lease:g} "
+        f"append_ratio={statistics.median(append_ratios):.2f} turn_ratio={late / early:.2f} "
+        + " ".join(f"runs_per_s_{count}p={_figure(by_processes.get(count))}" for count in (1, 2, 4))
     )
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from psych_runtime import FileBlobStore, MemoryBlobStore, MemoryStore, OffloadingStore
-from psych_runtime.errors import StoreError
-from psych_runtime.ports import Store
+from psych_runtime.errors import Conflict, RunNotFound, StoreError
+from psych_runtime.ports import Append, AppendResult, Store
 from psych_runtime.records import Offloaded
 from psych_runtime.testing._contract_harness import batch_of, entry
 from psych_runtime.testing.blob_contract import TENANT, BlobStoreContract
@@ -20,6 +20,7 @@ from psych_runtime.testing.store_contract import (
     AttemptLimitContract,
     ClaimContract,
     DeletionContract,
+    GroupCommitContract,
     InboxContract,
     LeaseContract,
     ListingContract,
@@ -53,6 +54,7 @@ class TestFileBlobStore(BlobStoreContract):
 class TestOffloadingStore(
     AdmissionContract,
     AppendContract,
+    GroupCommitContract,
     UnicodeContract,
     ClaimContract,
     LeaseContract,
@@ -86,6 +88,27 @@ class TestOffloadingStore(
         [kept] = await store.store.read(run_id, 1)
         assert isinstance(kept.body, Offloaded)
         assert kept.body.size > store.limits.max_record_bytes
+
+    async def test_each_refusal_is_the_one_append_would_give(self, store: Store) -> None:
+        # Replaces the contract's test for the same reason: a record over the inner store's
+        # limit is kept as a blob here, so in a group it lands beside the others.
+        taken, gap, large, good = [await self.admit_and_claim(store) for _ in range(4)]
+        big = entry(large.run_id, 2, 1, "a" * store.limits.max_record_bytes)
+        group = [
+            await self.next_append(store, good),
+            Append(taken.run_id, 1, batch_of([entry(taken.run_id, 1, 1, "taken")])),
+            Append(gap.run_id, 1, batch_of([entry(gap.run_id, 7, 1)])),
+            Append(large.run_id, 1, batch_of([big])),
+            Append("no-such-run", 1, batch_of([entry("no-such-run", 1, 1)])),
+        ]
+        outcomes = await store.append_many(group)
+        assert outcomes[0] == AppendResult(0)
+        assert isinstance(outcomes[1], Conflict), outcomes[1]
+        assert isinstance(outcomes[2], Conflict), outcomes[2]
+        assert outcomes[3] == AppendResult(0)
+        assert isinstance(outcomes[4], RunNotFound), outcomes[4]
+        assert (await store.read(large.run_id, 1)) == [big]
+        assert len(await store.read(taken.run_id)) == 2
 
 
 def files_under(root: Path) -> list[Path]:

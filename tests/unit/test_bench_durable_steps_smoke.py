@@ -34,6 +34,10 @@ async def test_the_command_prints_every_figure_and_a_machine_readable_line(
     assert found["floor_runs_per_s_32"] == "n/a"
     assert found["recovery_s"] == "n/a"
     assert found["recovery_lease_s"] == "1.5"
+    assert float(found["turn_ratio"]) > 0
+    assert float(found["append_ratio"]) >= 0
+    for processes in (1, 2, 4):
+        assert found[f"runs_per_s_{processes}p"] == "n/a", "the memory store has no processes"
     table = "\n".join(lines[:-1])
     assert re.search(r"raw floor runs/s, 32 connections at once +n/a", table)
     assert re.search(r"runs/s at 32: psych / raw floor +n/a", table)

@@ -290,6 +290,7 @@ from psych_core.ports import (
     GUARANTEES,
     KERNEL_GUARANTEES,
     LIMITED_GUARANTEES,
+    Append,
     AppendResult,
     Batch,
     BlobStore,
@@ -574,6 +575,7 @@ __all__ = [
     "readable_status",
     "CORRUPT_LOG",
     # ports
+    "Append",
     "AppendResult",
     "Batch",
     "Claim",

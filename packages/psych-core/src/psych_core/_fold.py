@@ -45,6 +45,7 @@ from psych_core._records import (
     ToolsUnavailable,
 )
 from psych_core._signals import Cancel, ChildEnded, Resume, UserInput
+from psych_core._spec import AgentSpec
 from psych_core._state import CallOutcome, CallPhase, CallState, RunState, call_key
 from psych_core._usage import Usage
 from psych_core._waits import resume_targets, wait_event
@@ -296,7 +297,7 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
     usage = state.usage + body.usage if body.usage is not None else state.usage
     state = replace(
         state,
-        call_counts=_counted(state.call_counts, body.tool_calls),
+        call_counts=_counted(state, body.tool_calls),
         next_seq=record.seq + 1,
         conversation=state.conversation.add(AssistantMessage(body.text, body.tool_calls)),
         model_calls=state.model_calls + 1,
@@ -349,9 +350,14 @@ def _compacted(state: RunState, record: Record, body: ConversationCompacted) -> 
     )
 
 
-def _counted(counts: Mapping[str, int], calls: tuple[ToolCall, ...]) -> Mapping[str, int]:
-    """`counts` with `calls` counted in (`call_key`)."""
-    if not calls:
+def _counted(state: RunState, calls: tuple[ToolCall, ...]) -> Mapping[str, int]:
+    """The state's call counts with `calls` counted in (`call_key`), when its spec guards
+    against repeated calls (`AgentSpec.max_identical_calls`): only that guard reads them, and
+    counting costs a canonical hash of each call and a copy of a map that grows with the run's
+    distinct calls, at every model turn."""
+    counts = state.call_counts
+    spec = state.spec
+    if not calls or not isinstance(spec, AgentSpec) or spec.max_identical_calls is None:
         return counts
     added = dict(counts)
     for call in calls:

@@ -8,16 +8,9 @@ record (`RunAdmitted`) carries the schema version, so old logs stay readable.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    JsonValue,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from psych_core._messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from psych_core._scope import Scope
@@ -32,6 +25,19 @@ CarriedMessage = Annotated[
     UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
 ]
 """One message of the conversation a continuation carries (`RunAdmitted.history`)."""
+
+
+def _empty(value: object) -> bool:
+    """Left out of the JSON when empty (`Field.exclude_if`): a field added later writes
+    nothing where it is not used, so logs stay as they were and older workers read them. A
+    field rule, not a serializer function: records are serialised on every step, and a
+    wrapping serializer makes pydantic build each body as a dict in Python first."""
+    return not value
+
+
+def _none(value: object) -> bool:
+    """Left out of the JSON when None (`Field.exclude_if`), as `_empty` says why."""
+    return value is None
 
 
 class _Body(BaseModel):
@@ -74,21 +80,12 @@ class RunAdmitted(_Body):
     breakpoints: tuple[str, ...] = ()
     step_mode: bool = False
     replay_of: ReplayOf | None = None
-    continues: str | None = None
-    history: tuple[CarriedMessage, ...] = ()
-    queued: tuple[str, ...] = ()
-    history_tokens: int | None = None
-    traceparent: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _without_thread_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A run that continues nothing writes what it wrote before threads existed: the log
-        # stays as small, and a worker that predates threads still reads it.
-        data: dict[str, Any] = handler(self)
-        for name in ("continues", "history", "queued", "history_tokens", "traceparent"):
-            if name in data and not data[name]:
-                del data[name]
-        return data
+    # A run that continues nothing writes what it wrote before threads existed.
+    continues: str | None = Field(default=None, exclude_if=_empty)
+    history: tuple[CarriedMessage, ...] = Field(default=(), exclude_if=_empty)
+    queued: tuple[str, ...] = Field(default=(), exclude_if=_empty)
+    history_tokens: int | None = Field(default=None, exclude_if=_empty)
+    traceparent: str | None = Field(default=None, exclude_if=_empty)
 
 
 class AttemptStarted(_Body):
@@ -114,14 +111,7 @@ class ModelCallFinished(_Body):
     usage_source: UsageSource = "missing"
     cost: Cost | None = None
     finish_reason: str | None = None
-    recalled: tuple[str, ...] = ()
-
-    @model_serializer(mode="wrap")
-    def _without_empty_recall(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if not data.get("recalled", True):
-            del data["recalled"]
-        return data
+    recalled: tuple[str, ...] = Field(default=(), exclude_if=_empty)
 
 
 class ModelCallFailed(_Body):
@@ -145,14 +135,7 @@ class ToolCallStarted(_Body):
     type: Literal["tool_call_started"] = "tool_call_started"
     call_id: str
     name: str
-    safe_to_retry: bool | None = None
-
-    @model_serializer(mode="wrap")
-    def _without_unset_safety(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("safe_to_retry", False) is None:
-            del data["safe_to_retry"]
-        return data
+    safe_to_retry: bool | None = Field(default=None, exclude_if=_none)
 
 
 class ToolCallFinished(_Body):

@@ -8,15 +8,13 @@ records carrying the entry's number), at a step boundary, in order: so each log 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     JsonValue,
-    SerializerFunctionWrapHandler,
-    model_serializer,
 )
 
 
@@ -86,15 +84,8 @@ class UserInput(_Signal):
 
     kind: Literal["user_input"] = "user_input"
     text: str
-    queue: UserQueue = "steer"
-
-    @model_serializer(mode="wrap")
-    def _without_default_queue(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A steer is written as user messages were before queues existed.
-        data: dict[str, Any] = handler(self)
-        if data.get("queue") == "steer":
-            del data["queue"]
-        return data
+    # A steer is written as user messages were before queues existed.
+    queue: UserQueue = Field(default="steer", exclude_if=lambda queue: queue == "steer")
 
 
 class Continued(_Signal):

@@ -155,7 +155,8 @@ class RunState:
         failed_streak: how many tool calls in a row have failed (`AgentSpec.max_failed_calls`);
             a finished call sets it back to 0.
         call_counts: how many times the model asked for each call, by a digest of its tool and
-            canonical arguments (`AgentSpec.max_identical_calls`); one entry per distinct call.
+            canonical arguments, when the spec sets `AgentSpec.max_identical_calls` (the guard
+            that reads them); one entry per distinct call. Empty without that guard.
         follow_ups: user messages sent as ``follow_up`` that wait for the model's answer to
             everything before them.
         next_run: user messages sent as ``next_run``, kept for the run that continues this one.

@@ -26,10 +26,17 @@ batch (its ``batch_id`` and attempt at its first seq), which then succeeds witho
 A refusal is final: the run row only moves forward (attempts and seqs grow, an ended run
 stays ended, a lost lease comes back only with a new attempt), so what failed the ``UPDATE``
 still fails when the second read looks.
+
+`writes` are one batch's statements without the transaction around them, so that a group of
+several runs' batches (`Store.append_many`, in `_group`) can put each batch's writes in one
+text, each under a flag of its own (``@psych_ok_K``), and commit them all with one ``COMMIT``:
+two round trips for the group, not two per batch. A batch whose ``UPDATE`` in the group
+matched nothing then goes through `append`, whose second read says why or recognises it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from psych_core import FINAL_STATUSES, Batch, StoreError, StoreLimits
@@ -46,8 +53,8 @@ from psych_store_mysql._literals import (
 from psych_store_mysql._reads import NOT_FINAL
 from psych_store_mysql._transaction import commit, unexpected
 
-_FIRST_INSERT = 3
-"""The answers before the first record's ``INSERT``: ``START TRANSACTION``, ``UPDATE``, ``SET``."""
+WRITES_BEFORE_INSERTS = 2
+"""The answers to a batch's `writes` before its first record's ``INSERT``: ``UPDATE``, ``SET``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +80,18 @@ def encode(run_id: str, batch: Batch, limits: StoreLimits) -> Encoded:
 def statements(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) -> str:
     """The first round trip of a well-formed, non-empty batch (see the module docstring):
     it leaves the transaction open, for `append` to commit once it has checked the answers."""
+    return ";\n".join(["START TRANSACTION", *writes(run_id, attempt, batch, texts)])
+
+
+def writes(
+    run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...], *, flag: str = "@psych_ok"
+) -> list[str]:
+    """A batch's statements inside a transaction the caller opened: the fenced ``UPDATE``,
+    `flag` := whether it matched, then each record and notice, written only when it did.
+
+    A group (`_group`) gives each batch a flag of its own, so that one batch refused by its
+    ``UPDATE`` writes nothing while the others write everything.
+    """
     run = identifier(run_id, "run id")
     first = batch.records[0].seq
     index = batch.index
@@ -97,20 +116,44 @@ def statements(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) 
     if index.status == "waiting":
         changes.append("claims = 0")
     parts = [
-        "START TRANSACTION",
         f"UPDATE psych_runs SET {', '.join(changes)} WHERE {' AND '.join(checks)}",
-        "SET @psych_ok = ROW_COUNT()",
+        f"SET {flag} = ROW_COUNT()",
     ]
     batch_id = identifier(batch.batch_id, "batch id")
     for offset, body in enumerate(texts):
         parts.append(
             "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) "
             f"SELECT {run}, {integer(first + offset)}, {integer(attempt)}, "
-            f"{batch_id if offset == 0 else 'NULL'}, {text(body)} FROM DUAL WHERE @psych_ok = 1"
+            f"{batch_id if offset == 0 else 'NULL'}, {text(body)} FROM DUAL WHERE {flag} = 1"
         )
     for notice in batch.notify:
-        parts += deliver(notice.run_id, notice.key, notice.signal, only_if="@psych_ok = 1")
-    return ";\n".join(parts)
+        parts += deliver(notice.run_id, notice.key, notice.signal, only_if=f"{flag} = 1")
+    return parts
+
+
+def answers_to(batch: Batch) -> int:
+    """How many answers a batch's `writes` get."""
+    return WRITES_BEFORE_INSERTS + len(batch.records) + len(batch.notify) * DELIVER_STATEMENTS
+
+
+def write_checks(
+    batch: Batch, answers: Sequence[Result], *, matched: bool = True
+) -> list[tuple[str, int, int]]:
+    """What the answers to a batch's `writes` (its ``UPDATE``'s first) must show, for
+    `unexpected`: a record written at each seq when the ``UPDATE`` `matched`, none when not,
+    and each notice numbered and written alike."""
+    first = batch.records[0].seq
+    inserts = answers[WRITES_BEFORE_INSERTS : WRITES_BEFORE_INSERTS + len(batch.records)]
+    wanted = 1 if matched else 0
+    checks = [
+        (f"records written at seq {first + i}", wanted, a.rowcount) for i, a in enumerate(inserts)
+    ]
+    start = WRITES_BEFORE_INSERTS + len(batch.records)
+    for n, notice in enumerate(batch.notify):
+        offset = start + n * DELIVER_STATEMENTS
+        delivery = list(answers[offset : offset + DELIVER_STATEMENTS])
+        checks += delivery_checks(notice.run_id, delivery)
+    return checks
 
 
 async def append(
@@ -129,17 +172,15 @@ async def append(
 
 def _disagreement(run_id: str, attempt: int, batch: Batch, answers: list[Result]) -> str | None:
     """What is wrong with the answers of a batch whose ``UPDATE`` matched, else None."""
-    first = batch.records[0].seq
-    inserts = answers[_FIRST_INSERT : _FIRST_INSERT + len(batch.records)]
-    checks = [(f"records written at seq {first + i}", 1, a.rowcount) for i, a in enumerate(inserts)]
-    start = _FIRST_INSERT + len(batch.records)
-    for n, notice in enumerate(batch.notify):
-        offset = start + n * DELIVER_STATEMENTS
-        checks += delivery_checks(notice.run_id, answers[offset : offset + DELIVER_STATEMENTS])
-    wanted = start + len(batch.notify) * DELIVER_STATEMENTS
-    checks.append(("answers to the statements", wanted, len(answers)))
-    what = f"run {run_id}: the append of batch {batch.batch_id} (attempt {attempt}, seq {first})"
-    return unexpected(what, checks)
+    checks = write_checks(batch, answers[1:])
+    checks.append(("answers to the statements", 1 + answers_to(batch), len(answers)))
+    return unexpected(describe(run_id, attempt, batch), checks)
+
+
+def describe(run_id: str, attempt: int, batch: Batch) -> str:
+    """The append, for messages: ``run R: the append of batch B (attempt A, seq F)``."""
+    first = batch.records[0].seq if batch.records else 0
+    return f"run {run_id}: the append of batch {batch.batch_id} (attempt {attempt}, seq {first})"
 
 
 async def explain(
@@ -176,7 +217,6 @@ async def explain(
     if done is not None:
         return done
     raise StoreError(
-        f"run {run_id}: the append of batch {batch.batch_id} (attempt {attempt}, seq {first}) "
-        "was not applied, and reading the run again shows no reason; it was written by "
-        "nothing, so it is safe to send again"
+        f"{describe(run_id, attempt, batch)} was not applied, and reading the run again shows "
+        "no reason; it was written by nothing, so it is safe to send again"
     )

@@ -6,10 +6,12 @@ import datetime as dt
 import math
 import ssl
 import urllib.parse
+from collections.abc import Sequence
 
 from psych_adapter_kit import Backoff, poll_until
-from psych_core import InboxEntry, NewRun, Record, Signal, Store, StoreLimits
+from psych_core import InboxEntry, NewRun, PsychError, Record, Signal, Store, StoreLimits
 from psych_core.ports import (
+    Append,
     AppendResult,
     Batch,
     Claim,
@@ -19,11 +21,12 @@ from psych_core.ports import (
     RunRow,
     SchemaVersion,
     check_claim,
+    check_distinct_runs,
     check_first_record,
     check_ttl,
     cursor_position,
 )
-from psych_store_mysql import _append, _inbox, _leases, _reads, _runs
+from psych_store_mysql import _append, _group, _inbox, _leases, _reads, _runs
 from psych_store_mysql._driver import Connection, Settings
 from psych_store_mysql._literals import identifier, stamp
 from psych_store_mysql._pool import Pool
@@ -74,10 +77,11 @@ class MySQLStore(Store):
 
     Every call takes a connection from the store's pool for one transaction; an append is two
     round trips (its writes in one multi-statement text, then ``COMMIT`` once their answers
-    were checked), all or nothing whatever happens to the client. Leases are set and compared by
-    the server's clock (``UTC_TIMESTAMP(6)``). Deadlocks and lock wait timeouts are retried
-    with backoff; a lost connection is retried when nothing was sent or the call is
-    idempotent (appends are, by their ``batch_id``), and is `StoreUnavailable` otherwise.
+    were checked), all or nothing whatever happens to the client, and so is a group of
+    appends to several runs (`append_many`). Leases are set and compared by the server's clock
+    (``UTC_TIMESTAMP(6)``). Deadlocks and lock wait timeouts are retried with backoff; a lost
+    connection is retried when nothing was sent or the call is idempotent (appends are, by
+    their ``batch_id``), and is `StoreUnavailable` otherwise.
 
     Call `migrate` once before use (safe in every process at start-up: it holds a named lock),
     and `close` (or use ``async with``) when done. The store does no IO until its first call.
@@ -256,6 +260,20 @@ class MySQLStore(Store):
             resend=True,
         )
         return AppendResult(inbox_last)
+
+    async def append_many(self, appends: Sequence[Append]) -> list[AppendResult | PsychError]:
+        """Append several runs' batches in one transaction of two round trips (group
+        commit); see `Store.append_many`. A batch the group cannot take or vouch for (refused,
+        carrying notices, or in a group that failed) goes through `append` alone, which says
+        why it was refused or recognises it as landed.
+        """
+        check_distinct_runs(appends)
+        for one in appends:  # a naive time is the caller's mistake: refused before any write
+            if one.batch.index.due_at is not None:
+                stamp(one.batch.index.due_at, "due_at")
+        if len(appends) < 2:
+            return await super().append_many(appends)
+        return await _group.append_many(self._pool, self._limits, appends, self.append)
 
     async def read(
         self, run_id: str, after_seq: int = -1, limit: int | None = None

@@ -2,6 +2,8 @@
 
 `append` is the hot path: ONE statement in autocommit (see `_sql`). When it writes nothing, a
 second statement, with a fresh snapshot, tells which rule refused it, in the contract's order.
+It is also the one path of every refusal and re-send of a group commit (`_group`), which writes
+several runs' batches in one statement and leaves here whatever that statement did not write.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ prepares each text once per connection and keeps it in its statement cache, so a
 Bind/Execute/Sync exchange. Times come from the database (``statement_timestamp()``), so leases
 follow the database's clock, whatever the clocks of the worker hosts say.
 
+Group commit (``append_group``) is that statement for several runs at once: their batches go as
+arrays, one element per batch, so N runs' appends cost one round trip and one commit (one WAL
+flush) instead of N. It writes every batch that passes its fence and returns which; the others
+take the single path, whose diagnosis names their refusal.
+
 NOTIFY serialises commits (PostgreSQL takes one global lock to queue notifications), so
 statements notify only when work appears (admission, a wake-up by a signal or a notice, a
 release) or when a reader is watching the run (``watched_until``), never on every append.
@@ -49,6 +54,7 @@ class Sql:
     append: str
     append_one: str
     append_with_notices: str
+    append_group: str
     append_diagnose: str
     claim_pick_any: str
     claim_pick_one: str
@@ -80,9 +86,11 @@ class Sql:
         s = check_schema_name(schema)
         work = f"{s}.work"
         records = f"{s}.records"
+
         # Only a run someone is watching (`wait(run_id, ...)` sets watched_until) is notified of
         # its new records; a run no reader follows costs no NOTIFY.
-        tell_watchers = f"CASE WHEN run.watched THEN pg_notify('{records}', $1) END"
+        def tell_watchers(run_id: str = "$1") -> str:
+            return f"CASE WHEN run.watched THEN pg_notify('{records}', {run_id}) END"
 
         def append_head(source: str) -> str:
             return f"""
@@ -148,10 +156,10 @@ class Sql:
                     EXISTS (SELECT 1 FROM {s}.runs WHERE run_id = $1) AS taken
             """,
             append=f"""{append_head(many)}
-                SELECT run.inbox_last, {tell_watchers} FROM run
+                SELECT run.inbox_last, {tell_watchers()} FROM run
             """,
             append_one=f"""{append_head(one)}
-                SELECT run.inbox_last, {tell_watchers} FROM run
+                SELECT run.inbox_last, {tell_watchers()} FROM run
             """,
             # Notices: each target that has not ended gets its inbox_last raised by the number
             # of new entries in one UPDATE (so its row lock orders them after any racing
@@ -187,9 +195,59 @@ class Sql:
                     n.key, n.body, statement_timestamp()
                 FROM notices n JOIN targets t ON t.run_id = n.run_id
             )
-            SELECT run.inbox_last, {tell_watchers},
+            SELECT run.inbox_last, {tell_watchers()},
                 (SELECT count(pg_notify('{work}', '')) FROM targets WHERE targets.woke)
             FROM run
+            """,
+            # Group commit (`_group`): several runs' batches, each fenced exactly as
+            # `append_head` fences one, in one statement. The input arrives as parallel arrays,
+            # one element per batch; the records as two flat arrays (the batch's ordinal, the
+            # body), numbered within their batch by row_number(). `locked` takes the rows in
+            # run id order before the UPDATE reaches them, whatever join the planner picks, so
+            # two groups that share runs wait for each other instead of deadlocking. A batch
+            # the UPDATE does not match writes nothing and is not returned: the caller sends it
+            # through `append`, whose diagnosis names the refusal.
+            append_group=f"""
+            WITH input AS (
+                SELECT * FROM unnest(
+                    $1::text[], $2::integer[], $3::bigint[], $4::bigint[], $5::text[],
+                    $6::text[], $7::text[], $8::boolean[], $9::timestamptz[], $10::bigint[]
+                ) WITH ORDINALITY AS u(run_id, attempt, first, count, batch_id, status,
+                    waiting, releases, due_at, inbox_seen, ord)
+            ),
+            locked AS (
+                SELECT run_id FROM {s}.runs WHERE run_id = ANY($1::text[])
+                ORDER BY run_id FOR NO KEY UPDATE
+            ),
+            run AS (
+                UPDATE {s}.runs r SET
+                    status = u.status,
+                    waiting = u.waiting,
+                    next_seq = u.first + u.count,
+                    updated_at = statement_timestamp(),
+                    lease_owner = CASE WHEN u.releases THEN NULL ELSE r.lease_owner END,
+                    lease_expires_at = CASE WHEN u.releases THEN NULL
+                        ELSE r.lease_expires_at END,
+                    runnable_at = CASE WHEN u.releases THEN u.due_at ELSE r.runnable_at END,
+                    claims = CASE WHEN u.status = 'waiting' THEN 0 ELSE r.claims END
+                FROM locked l JOIN input u ON u.run_id = l.run_id
+                WHERE r.run_id = l.run_id AND r.attempt = u.attempt AND r.next_seq = u.first
+                    AND r.lease_owner IS NOT NULL
+                    AND (NOT u.releases OR r.inbox_last <= u.inbox_seen)
+                RETURNING u.ord, r.run_id, r.attempt, u.first, u.batch_id, r.inbox_last,
+                    coalesce(r.watched_until > statement_timestamp(), false) AS watched
+            ),
+            written AS (
+                INSERT INTO {s}.records (run_id, seq, attempt, batch_id, body)
+                SELECT run.run_id, run.first + b.pos - 1, run.attempt,
+                    CASE WHEN b.pos = 1 THEN run.batch_id END, b.body
+                FROM run JOIN (
+                    SELECT x.owner, x.body,
+                        row_number() OVER (PARTITION BY x.owner ORDER BY x.n) AS pos
+                    FROM unnest($11::bigint[], $12::bytea[]) WITH ORDINALITY AS x(owner, body, n)
+                ) b ON b.owner = run.ord
+            )
+            SELECT run.ord, run.inbox_last, {tell_watchers("run.run_id")} FROM run
             """,
             append_diagnose=f"""
                 SELECT r.attempt, r.next_seq, r.status, r.lease_owner IS NOT NULL AS leased,
@@ -244,7 +302,7 @@ class Sql:
                     INSERT INTO {s}.records (run_id, seq, attempt, batch_id, body)
                     SELECT $1, $5::bigint, $2, NULL, $7 FROM run
                 )
-                SELECT {tell_watchers} FROM run
+                SELECT {tell_watchers()} FROM run
             """,
             claim_exhaust=f"""
                 WITH run AS (
@@ -259,7 +317,7 @@ class Sql:
                     INSERT INTO {s}.records (run_id, seq, attempt, batch_id, body)
                     SELECT $1, $3::bigint, $2, NULL, $5 FROM run
                 )
-                SELECT {tell_watchers} FROM run
+                SELECT {tell_watchers()} FROM run
             """,
             renew=f"""
                 UPDATE {s}.runs SET

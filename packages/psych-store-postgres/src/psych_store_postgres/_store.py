@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
+from collections.abc import Sequence
 from functools import partial
 
 from psych_adapter_kit import Backoff
 from psych_core import (
     InboxEntry,
     NewRun,
+    PsychError,
     Record,
     Signal,
     Store,
@@ -19,6 +21,7 @@ from psych_core import (
     StoreUnavailable,
 )
 from psych_core.ports import (
+    Append,
     AppendResult,
     Batch,
     Claim,
@@ -28,12 +31,13 @@ from psych_core.ports import (
     RunRow,
     SchemaVersion,
     check_claim,
+    check_distinct_runs,
     check_first_record,
     check_ttl,
     cursor_position,
     page_of,
 )
-from psych_store_postgres import _inbox, _leases, _log
+from psych_store_postgres import _group, _inbox, _leases, _log
 from psych_store_postgres._connections import Connection, Connections, Settings, describe_dsn
 from psych_store_postgres._errors import ClaimUnknown
 from psych_store_postgres._listener import Listener
@@ -63,8 +67,10 @@ class PostgresStore(Store):
 
     Every append is one statement and one round trip in autocommit: it checks the attempt, the
     lease, the next seq and (when it suspends or ends the run) the inbox count, updates the run
-    row, inserts the records and delivers the batch's notices, or writes nothing. A claim is one
-    short transaction that takes the oldest claimable run with ``FOR UPDATE SKIP LOCKED``.
+    row, inserts the records and delivers the batch's notices, or writes nothing. Several runs'
+    appends given to `append_many` are one statement and one commit together (group commit),
+    each fenced as if alone. A claim is one short transaction that takes the oldest claimable
+    run with ``FOR UPDATE SKIP LOCKED``.
     Leases are set and compared on the database's clock. Idle workers and live readers are
     woken by LISTEN/NOTIFY on a connection of the store's own, and poll when it is down.
 
@@ -188,13 +194,31 @@ class PostgresStore(Store):
         Sent again after a connection broke in flight: a batch that had landed is recognised by
         its id, so it is never written twice.
         """
-        if batch.index.due_at is not None:
-            check_aware(batch.index.due_at, "due_at")
-        encoded = _log.encode(run_id, batch, self._limits)
-        first = batch.records[0].seq if batch.records else 0
+        return await self._append_alone(
+            _group.prepare(Append(run_id, attempt, batch), self._limits)
+        )
+
+    async def append_many(self, appends: Sequence[Append]) -> list[AppendResult | PsychError]:
+        """Append several runs' batches in one statement and one commit; see
+        `Store.append_many`.
+
+        The batches with records and no notices go in one group statement; the rest, and any
+        the group statement refuses or loses, go through `append` one each (at the same time),
+        so every refusal is the one `append` gives. A group of one is an `append`.
+        """
+        check_distinct_runs(appends)
+        group = [_group.prepare(one, self._limits) for one in appends]
+        return await _group.append_many(self._connections, self._sql, group, self._append_alone)
+
+    async def _append_alone(self, prepared: _group.Prepared) -> AppendResult:
+        """`append`'s one path, for a batch already checked and serialised."""
+        one, encoded = prepared.append, prepared.encoded
+        first = one.batch.records[0].seq if one.batch.records else 0
         inbox_last = await self._connections.run(
-            f"the append of run {run_id}, seq {first}",
-            lambda conn, _again: _log.append(conn, self._sql, run_id, attempt, batch, encoded),
+            f"the append of run {one.run_id}, seq {first}",
+            lambda conn, _again: _log.append(
+                conn, self._sql, one.run_id, one.attempt, one.batch, encoded
+            ),
             resend=True,
         )
         return AppendResult(inbox_last)

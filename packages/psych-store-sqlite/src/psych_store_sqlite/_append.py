@@ -13,10 +13,22 @@ import sqlite3
 from dataclasses import dataclass
 from functools import partial
 
-from psych_core import FINAL_STATUSES, Batch, Conflict, Record, StoreError, StoreLimits
+from psych_core import (
+    FINAL_STATUSES,
+    Batch,
+    Conflict,
+    PsychError,
+    Record,
+    StoreError,
+    StoreLimits,
+)
 from psych_core.ports import AppendFence, check_batch, judge_append
 from psych_store_sqlite._inbox import deliver, inbox_count
 from psych_store_sqlite._time import now_micros, to_micros
+
+_ITEM = "SAVEPOINT psych_group_item"
+_ITEM_KEEP = "RELEASE psych_group_item"
+_ITEM_UNDO = "ROLLBACK TO psych_group_item"
 
 INSERT_RECORD = (
     "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) VALUES (?, ?, ?, ?, ?)"
@@ -101,6 +113,24 @@ def append(
         if any(notice.run_id == run_id for notice in batch.notify):
             return inbox_count(conn, run_id)
     return fence.inbox_last
+
+
+def append_each(
+    conn: sqlite3.Connection, appends: list[tuple[str, int, Batch, Encoded]]
+) -> list[int | PsychError]:
+    """Several runs' batches in one transaction (`Store.append_many`), each in a savepoint of
+    its own: a refused one is undone alone and its error is its outcome, the others commit
+    together, with one ``fsync``."""
+    outcomes: list[int | PsychError] = []
+    for run_id, attempt, batch, encoded in appends:
+        conn.execute(_ITEM)
+        try:
+            outcomes.append(append(conn, run_id, attempt, batch, encoded))
+        except PsychError as refused:
+            conn.execute(_ITEM_UNDO)
+            outcomes.append(refused)
+        conn.execute(_ITEM_KEEP)
+    return outcomes
 
 
 def _landed(conn: sqlite3.Connection, run_id: str, attempt: int, batch_id: str, first: int) -> bool:

@@ -6,11 +6,13 @@ import asyncio
 import datetime as dt
 import os
 import sqlite3
+from collections.abc import Sequence
 from functools import partial
 
 from psych_adapter_kit import Backoff, poll_until
-from psych_core import InboxEntry, NewRun, Record, Signal, Store, StoreLimits
+from psych_core import InboxEntry, NewRun, PsychError, Record, Signal, Store, StoreLimits
 from psych_core.ports import (
+    Append,
     AppendResult,
     Batch,
     Claim,
@@ -20,6 +22,7 @@ from psych_core.ports import (
     RunRow,
     SchemaVersion,
     check_claim,
+    check_distinct_runs,
     check_first_record,
 )
 from psych_store_sqlite import _append, _inbox, _leases, _reads, _writes
@@ -140,6 +143,34 @@ class SQLiteStore(Store):
         inbox_last = await self._writer.transact(_append.append, run_id, attempt, batch, encoded)
         return AppendResult(inbox_last)
 
+    async def append_many(self, appends: Sequence[Append]) -> list[AppendResult | PsychError]:
+        """Several runs' batches in one transaction, one savepoint each; see
+        `Store.append_many`. The writer's queue would group concurrent appends too; one job
+        makes sure the group is never split by the thread waking between them."""
+        check_distinct_runs(appends)
+        encoded: list[_append.Encoded | PsychError] = []
+        for one in appends:
+            try:
+                encoded.append(_append.encode(one.run_id, one.batch, self._limits))
+            except PsychError as refused:
+                encoded.append(refused)
+        sendable = [
+            (one.run_id, one.attempt, one.batch, checked)
+            for one, checked in zip(appends, encoded, strict=True)
+            if not isinstance(checked, PsychError)
+        ]
+        written: list[int | PsychError] = []
+        if sendable:
+            try:
+                written = await self._writer.transact(_append.append_each, sendable)
+            except PsychError as failed:  # the transaction as a whole: nothing was written
+                written = [failed] * len(sendable)
+        outcomes = iter(written)
+        return [
+            checked if isinstance(checked, PsychError) else _result(next(outcomes))
+            for checked in encoded
+        ]
+
     async def read(
         self, run_id: str, after_seq: int = -1, limit: int | None = None
     ) -> list[Record]:
@@ -239,3 +270,8 @@ def _pragmas(conn: sqlite3.Connection) -> dict[str, str | int]:
         name: conn.execute(f"PRAGMA {name}").fetchone()[0]
         for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
     }
+
+
+def _result(outcome: int | PsychError) -> AppendResult | PsychError:
+    """One append's outcome in a group: its inbox_last as an `AppendResult`, or its refusal."""
+    return outcome if isinstance(outcome, PsychError) else AppendResult(outcome)

@@ -71,6 +71,7 @@ from psych_core.ports._sandbox import (
 )
 from psych_core.ports._secrets import SecretResolver
 from psych_core.ports._store import (
+    Append,
     AppendResult,
     Batch,
     Claim,
@@ -84,12 +85,14 @@ from psych_core.ports._store import (
     ScopedStore,
     Store,
     StoreLimits,
+    check_distinct_runs,
 )
 from psych_core.ports._telemetry import Claimed, Committed, NoTelemetry, Stopped, Telemetry
 
 __all__ = [
     # what every port whose adapters hold resources shares: close, and async with
     "Closing",
+    "Append",
     "AppendResult",
     "Batch",
     "Claim",
@@ -135,6 +138,7 @@ __all__ = [
     "RUN_ROW_COLUMNS",
     "check_batch",
     "check_claim",
+    "check_distinct_runs",
     "check_first_record",
     "check_ttl",
     "cursor_position",

@@ -7,10 +7,11 @@ a body. Every rule about what a record means lives in the reducer.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from psych_core._errors import RunNotFound
+from psych_core._errors import PsychError, RunNotFound
 from psych_core._records import Record
 from psych_core._scope import Scope
 from psych_core._signals import InboxEntry, Signal
@@ -112,6 +113,15 @@ class AppendResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Append:
+    """One run's batch in `Store.append_many`: what `Store.append` takes, as a value."""
+
+    run_id: str
+    attempt: int
+    batch: Batch
+
+
+@dataclass(frozen=True, slots=True)
 class Claim:
     """A run taken under a lease by one attempt.
 
@@ -180,6 +190,18 @@ class Page[T]:
 
     items: tuple[T, ...]
     next_cursor: str | None = None
+
+
+def check_distinct_runs(appends: Sequence[Append]) -> None:
+    """Refuse a group that names a run twice: its batches would depend on each other."""
+    seen: set[str] = set()
+    for one in appends:
+        if one.run_id in seen:
+            raise ValueError(
+                f"append_many: run {one.run_id} appears twice in one group; a run's batches go "
+                "one after another"
+            )
+        seen.add(one.run_id)
 
 
 @runtime_checkable
@@ -263,6 +285,29 @@ class Store(Closing, Protocol):
         (None: not claimable until woken).
         """
         ...
+
+    async def append_many(self, appends: Sequence[Append]) -> list[AppendResult | PsychError]:
+        """Append batches of different runs together (group commit): each is judged, written
+        and refused exactly as `append` would judge, write and refuse it alone.
+
+        Returns one outcome per append, in order: its `AppendResult`, or the error `append`
+        would raise for it (`LeaseLost`, `Conflict`, `RunNotFound`, `StoreUnavailable` when
+        its outcome is unknown, ...). A refused append writes nothing and refuses only itself:
+        the others commit. Every run appears at most once (`ValueError` otherwise, before
+        anything is written).
+
+        This default appends them one after another. A store that can commit several runs'
+        appends in one transaction or one round trip overrides it; the runtime's worker sends
+        the appends its runs make while another is in flight through it.
+        """
+        check_distinct_runs(appends)
+        outcomes: list[AppendResult | PsychError] = []
+        for one in appends:
+            try:
+                outcomes.append(await self.append(one.run_id, one.attempt, one.batch))
+            except PsychError as refused:
+                outcomes.append(refused)
+        return outcomes
 
     async def read(
         self, run_id: str, after_seq: int = -1, limit: int | None = None

@@ -89,7 +89,10 @@ class MemoryStore(Store):
         self._keys: dict[tuple[str, str], str] = {}
         self._specs: dict[str, str] = {}
         self._order = 0
-        self._changed = asyncio.Condition()
+        # Changed (set, then replaced) at every write that a `wait` may be waiting for, and
+        # only when one is: a write with nobody waiting costs no wake-up.
+        self._changed = asyncio.Event()
+        self._waiters = 0
         self._limits = StoreLimits(
             max_record_bytes=16 * 1024 * 1024,
             max_append_records=1000,
@@ -139,7 +142,7 @@ class MemoryStore(Store):
         self._runs[run.run_id].log.extend(checked.texts())
         if run.idempotency_key is not None:
             self._keys[(run.tenant, run.idempotency_key)] = run.run_id
-        await self._notify()
+        self._notify()
         return run.run_id, True
 
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
@@ -178,7 +181,7 @@ class MemoryStore(Store):
         run.row = replace(row, **changes)  # type: ignore[arg-type]
         for notice in batch.notify:
             self._deliver(notice, now)
-        await self._notify()
+        self._notify()
         return AppendResult(run.row.inbox_last)
 
     async def read(
@@ -226,10 +229,10 @@ class MemoryStore(Store):
                 exhausted = True
                 continue
             claim = self._start(run, worker_id, ttl, now)
-            await self._notify()
+            self._notify()
             return claim
         if exhausted:
-            await self._notify()
+            self._notify()
         return None
 
     def _start(self, run: _Run, worker_id: str, ttl: dt.timedelta, now: dt.datetime) -> Claim:
@@ -295,7 +298,7 @@ class MemoryStore(Store):
             waiting=None,
             updated_at=self._clock(),
         )
-        await self._notify()
+        self._notify()
 
     async def signal(self, tenant: str, run_id: str, signal: Signal, key: str) -> int:
         """Add a signal to the run's inbox; see `Store.signal`."""
@@ -309,7 +312,7 @@ class MemoryStore(Store):
         if ended and (not accepted_after_end(signal) or CONTINUED_KEY in run.signal_keys):
             raise RunFinished(run_id, run.row.status)
         number = self._enqueue(run, key, signal, self._clock())
-        await self._notify()
+        self._notify()
         return number
 
     async def signals(self, run_id: str, after: int = 0) -> list[InboxEntry]:
@@ -376,15 +379,18 @@ class MemoryStore(Store):
             run = self._runs.get(run_id) if run_id is not None else None
             return run is None or run.row.next_seq - 1 > after_seq
 
-        async with self._changed:
-            try:
-                async with asyncio.timeout(timeout):
-                    if run_id is None:
-                        await self._changed.wait()
-                    else:
-                        await self._changed.wait_for(ready)
-            except TimeoutError:
-                return
+        if run_id is not None and ready():
+            return
+        self._waiters += 1
+        try:
+            async with asyncio.timeout(timeout):
+                await self._changed.wait()
+                while run_id is not None and not ready():
+                    await self._changed.wait()
+        except TimeoutError:
+            return
+        finally:
+            self._waiters -= 1
 
     # -- internals --------------------------------------------------------------------------
 
@@ -412,6 +418,7 @@ class MemoryStore(Store):
             raise RunNotFound(run_id)
         return run
 
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+    def _notify(self) -> None:
+        if self._waiters:
+            self._changed.set()
+            self._changed = asyncio.Event()

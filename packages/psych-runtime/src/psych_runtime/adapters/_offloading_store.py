@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import replace
 
 from pydantic import TypeAdapter
@@ -12,6 +13,7 @@ from psych_core import (
     Body,
     InboxEntry,
     Offloaded,
+    PsychError,
     Record,
     RunAdmitted,
     RunNotFound,
@@ -19,6 +21,7 @@ from psych_core import (
     StoreError,
 )
 from psych_core.ports import (
+    Append,
     AppendResult,
     Batch,
     BlobStore,
@@ -31,6 +34,7 @@ from psych_core.ports import (
     SchemaVersion,
     Store,
     VersionedSchema,
+    check_distinct_runs,
 )
 
 DEFAULT_BLOB_THRESHOLD = 64 * 1024
@@ -108,6 +112,26 @@ class OffloadingStore(Store):
 
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
         """See `Store.append`; large bodies are put in the blob store first."""
+        return await self.store.append(run_id, attempt, await self._offloaded(run_id, batch))
+
+    async def append_many(self, appends: Sequence[Append]) -> list[AppendResult | PsychError]:
+        """See `Store.append_many`; large bodies are put in the blob store first, and the
+        inner store commits the group as it commits one (together, where it can)."""
+        check_distinct_runs(appends)
+        ready: list[Append | PsychError] = []
+        for one in appends:
+            try:
+                batch = await self._offloaded(one.run_id, one.batch)
+            except PsychError as refused:
+                ready.append(refused)
+            else:
+                ready.append(replace(one, batch=batch))
+        sent = [one for one in ready if isinstance(one, Append)]
+        answers = iter(await self.store.append_many(sent) if sent else [])
+        return [one if isinstance(one, PsychError) else next(answers) for one in ready]
+
+    async def _offloaded(self, run_id: str, batch: Batch) -> Batch:
+        """`batch` with each large body kept as a blob and referenced."""
         records: list[Record] = []
         tenant: str | None = None
         for record in batch.records:
@@ -118,8 +142,8 @@ class OffloadingStore(Store):
             tenant = tenant or await self._tenant(run_id)
             records.append(await self._keep(tenant, record, data))
         if tenant is not None:
-            batch = replace(batch, records=tuple(records))
-        return await self.store.append(run_id, attempt, batch)
+            return replace(batch, records=tuple(records))
+        return batch
 
     async def read(
         self, run_id: str, after_seq: int = -1, limit: int | None = None

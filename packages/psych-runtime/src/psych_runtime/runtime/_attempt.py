@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from pydantic_core import PydanticSerializationError
@@ -20,6 +20,7 @@ from psych_core import (
     GUARD_REASONS,
     AgentSpec,
     AgentTool,
+    AppendResult,
     Batch,
     Body,
     CallModel,
@@ -93,6 +94,9 @@ from psych_runtime.tools import (
 
 log = logging.getLogger("psych_runtime.worker")
 
+type Appender = Callable[[str, int, Batch], Awaitable[AppendResult]]
+"""How an attempt appends: `Store.append`, or a worker's `GroupCommit.append`."""
+
 CLOSING = (RunCompleted, RunFailed, RunCancelled, RunSuspended)
 """Bodies that suspend or end a run: always last in a batch, refused while signals are unseen."""
 
@@ -117,10 +121,12 @@ class Attempt:
         should_stop: Callable[[], bool] = lambda: False,
         resend_for: float = 10.0,
         feed: TelemetryFeed | None = None,
+        appends: Appender | None = None,
     ) -> None:
         if state.spec is None or state.admitted is None:
             raise ValueError(f"run {state.run_id}: an attempt needs the state folded with its spec")
         self.store = store
+        self._appends = appends or store.append
         self.lease = lease
         self.state = state
         self.runtime = runtime
@@ -398,7 +404,7 @@ class Attempt:
         delay = 0.05
         while True:
             try:
-                result = await self.store.append(after.run_id, after.attempt, batch)
+                result = await self._appends(after.run_id, after.attempt, batch)
                 break
             except StoreUnavailable:
                 if loop.time() + delay > deadline:
@@ -527,7 +533,11 @@ class Attempt:
                 self._stage([body])
                 await self._commit()
 
-        tasks = {asyncio.create_task(run_one(call)): call for call in calls}
+        # Started eagerly: a call that needs no waiting (and its commit, when the store needs
+        # none either) is done before the loop would even have scheduled it, so the common
+        # single quick call costs no task switch and no wait below.
+        loop = asyncio.get_running_loop()
+        tasks = {asyncio.Task(run_one(call), loop=loop, eager_start=True): call for call in calls}
         try:
             while running := [task for task in tasks if not task.done()]:
                 self._heard.clear()

@@ -40,7 +40,7 @@ from psych_core import (
     fold_readable,
 )
 from psych_runtime.model.egress import Redactor
-from psych_runtime.runtime._attempt import Attempt
+from psych_runtime.runtime._attempt import Appender, Attempt
 from psych_runtime.runtime._config import Runtime
 from psych_runtime.runtime._execute_state import load_log
 from psych_runtime.runtime._lease import Lease, with_lease
@@ -77,6 +77,7 @@ async def drive(
     claimed_at: float | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     feed: TelemetryFeed | None = None,
+    appends: Appender | None = None,
 ) -> Driven:
     """Run the claimed attempt until the run ends, suspends or `should_stop`; never raises
     for a way an attempt can stop (see the module's docstring).
@@ -86,7 +87,9 @@ async def drive(
     once by the worker or session that owns it. The feed hears how the attempt stopped.
     """
     feed = feed or TelemetryFeed(None)
-    driven = await _drive(store, claim, runtime, registry, claimed_at, should_stop, feed)
+    driven = await _drive(
+        store, claim, runtime, registry, claimed_at, should_stop, feed, appends or store.append
+    )
     if feed.active:
         error = driven.error
         lost = isinstance(error, LeaseLost | LeaseExpired)
@@ -103,11 +106,14 @@ async def _drive(
     claimed_at: float | None,
     should_stop: Callable[[], bool],
     feed: TelemetryFeed,
+    appends: Appender,
 ) -> Driven:
     run = f"run {claim.run_id} attempt {claim.attempt}"
     backoff = runtime.leases.release_backoff
     try:
-        state = await _execute(store, claim, runtime, registry, should_stop, claimed_at, feed)
+        state = await _execute(
+            store, claim, runtime, registry, should_stop, claimed_at, feed, appends
+        )
     except LeaseExpired as exc:
         log.warning("%s stopped before its lease could run out: %s", run, exc)
         return Driven(None, exc)
@@ -143,6 +149,7 @@ async def _execute(
     should_stop: Callable[[], bool],
     claimed_at: float | None,
     feed: TelemetryFeed,
+    appends: Appender,
 ) -> RunState:
     try:
         records, state = await load_log(store, claim.run_id)
@@ -166,6 +173,7 @@ async def _execute(
         should_stop=should_stop,
         resend_for=ttl.total_seconds() / 2,
         feed=feed,
+        appends=appends,
     )
     lease.on_renew = attempt.heard
     return await with_lease(lease, attempt.run(), every=runtime.leases.every)

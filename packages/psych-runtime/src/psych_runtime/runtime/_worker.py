@@ -18,6 +18,7 @@ from psych_core import Claim, Store, StoreUnavailable
 from psych_runtime.runtime._config import Runtime, registry_of
 from psych_runtime.runtime._drive import drive
 from psych_runtime.runtime._faults import reach
+from psych_runtime.runtime._group_commit import GroupCommit, groups_appends
 from psych_runtime.runtime._ids import new_worker_id
 from psych_runtime.runtime._legacy import runtime_of
 from psych_runtime.runtime._telemetry_feed import TelemetryFeed
@@ -61,6 +62,8 @@ class Worker:
         self.worker_id = worker_id or new_worker_id()
         self._registry = registry_of(self.runtime)
         self._feed = TelemetryFeed.of(self.runtime.telemetry, self.runtime.model)
+        # Runs in flight together share commits, where the store can group them.
+        self._appends = GroupCommit(store).append if groups_appends(store) else store.append
         self._concurrency = concurrency
         self._poll = poll_interval
         self._stopping = asyncio.Event()
@@ -182,4 +185,5 @@ class Worker:
             claimed_at=claimed_at,
             should_stop=self._stopping.is_set,
             feed=self._feed,
+            appends=self._appends,
         )

@@ -42,6 +42,7 @@ itself never imports it.
 
 from __future__ import annotations
 
+from psych_runtime.testing._contract_group import GroupCommitContract
 from psych_runtime.testing._contract_harness import StoreHarness
 from psych_runtime.testing._contract_inbox import InboxContract
 from psych_runtime.testing._contract_leases import (
@@ -63,6 +64,7 @@ from psych_runtime.testing._contract_runs import (
 class StoreContract(
     AdmissionContract,
     AppendContract,
+    GroupCommitContract,
     UnicodeContract,
     LimitsContract,
     ClaimContract,
@@ -87,6 +89,7 @@ __all__ = [
     "AttemptLimitContract",
     "ClaimContract",
     "DeletionContract",
+    "GroupCommitContract",
     "InboxContract",
     "LeaseContract",
     "LimitsContract",

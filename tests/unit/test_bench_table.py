@@ -1,0 +1,68 @@
+"""The README's performance table is built from the benchmark's last lines alone, says for each
+target whether the run met it, and is written between the README's markers only."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from bench import table
+
+POSTGRES = (
+    "store=postgres steps_per_run=21 per_step_ms=0.450 floor_ms=0.200 ratio=2.25 "
+    "cpu_us_per_step=380.0 cpu_calibration_us=6.0 runs_per_s_32=230.0 claim_p50_ms=2.10 "
+    "claim_p95_ms=2.90 floor_runs_per_s_32=400.0 recovery_s=0.02 recovery_lease_s=1.5 "
+    "append_ratio=1.25 turn_ratio=1.30 runs_per_s_1p=120.0 runs_per_s_2p=110.0 "
+    "runs_per_s_4p=90.0"
+)
+MEMORY = (
+    "store=memory steps_per_run=21 per_step_ms=0.110 floor_ms=0.000 ratio=0.00 "
+    "cpu_us_per_step=105.0 cpu_calibration_us=6.0 runs_per_s_32=450.0 claim_p50_ms=0.60 "
+    "claim_p95_ms=0.70 floor_runs_per_s_32=n/a recovery_s=n/a recovery_lease_s=1.5 "
+    "append_ratio=0.00 turn_ratio=1.10 runs_per_s_1p=n/a runs_per_s_2p=n/a runs_per_s_4p=n/a"
+)
+
+
+def test_each_target_is_judged_from_the_figures() -> None:
+    verdicts = table.targets(table.figures_of(POSTGRES))
+    assert verdicts == {
+        "step at most 2x the floor": False,
+        "append alone at most 1.3x the floor": True,
+        "32 in flight at least 0.5x the floor's runs/s": True,
+        "runs/s grows from 1 to 2 worker processes": False,
+        "turn 1,000 at most 1.2x turn 10": False,
+        "recovery within 2 leases of the expiry": True,
+    }
+
+
+def test_the_memory_store_is_judged_only_where_it_has_figures() -> None:
+    verdicts = table.targets(table.figures_of(MEMORY))
+    assert {name for name, ok in verdicts.items() if ok is not None} == {
+        "turn 1,000 at most 1.2x turn 10"
+    }
+
+
+def test_the_table_carries_every_figure_and_the_verdicts() -> None:
+    rows = [table.figures_of(MEMORY), table.figures_of(POSTGRES)]
+    text = table.render(rows, dt.date(2026, 12, 5), "PostgreSQL 15 on this host")
+    assert "Measured on 2026-12-05" in text
+    assert "PostgreSQL 15 on this host" in text
+    assert (
+        "| postgres | 0.450 ms | 0.200 ms | 2.25 | 1.25 | 380.0 us | 230.0 | 400.0 "
+        "| 120.0 / 110.0 / 90.0 | 1.30 | 0.02 s (lease 1.5 s) | 2.10 / 2.90 ms |"
+    ) in text
+    assert "| memory | 0.110 ms | n/a | n/a | n/a | 105.0 us | 450.0 | n/a" in text
+    assert "- postgres: step at most 2x the floor: not met; append alone" in text
+    assert "- memory: turn 1,000 at most 1.2x turn 10: met." in text
+
+
+def test_the_table_is_written_between_the_markers_only(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{table.BEGIN}\nold table\n{table.END}\nafter\n")
+    table.write(readme, "new table\n")
+    assert readme.read_text() == f"before\n{table.BEGIN}\nnew table\n{table.END}\nafter\n"
+    readme.write_text("no markers\n")
+    with pytest.raises(SystemExit, match="markers"):
+        table.write(readme, "new table\n")
