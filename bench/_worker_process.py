@@ -3,13 +3,17 @@
     python -m bench._worker_process URL CALLS CONCURRENCY [--lease S]          drain
     python -m bench._worker_process URL CALLS CONCURRENCY serve [--lease S]    serve until SIGTERM
     python -m bench._worker_process URL CALLS CONCURRENCY stall [--lease S]    stall a run
+    python -m bench._worker_process URL CALLS CONCURRENCY race                 drain on "go"
 
 Without a mode the worker serves runs until none is left. In ``serve`` mode it polls only
 once a second, so it learns of new work from the store's notifications (LISTEN/NOTIFY on
 PostgreSQL) or from its polling, as a deployed worker does; it prints ``ready`` once it is
 serving. In ``stall`` mode the tool's second call never returns: the worker prints
 ``stalled RUN_ID`` once a run is stuck in it, and keeps renewing that run's lease until it is
-killed (as a worker stuck on a slow tool does). ``--lease`` is the claims' lease in seconds
+killed (as a worker stuck on a slow tool does). In ``race`` mode it connects, prints
+``ready``, and drains the store once a line arrives on its stdin: processes started together
+begin together, their start-up (the interpreter, the imports, the connections) left out of
+the time measured. ``--lease`` is the claims' lease in seconds
 (`Leases.ttl`; the runtime's default without it).
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import sys
 
 from bench._agent import StepModel, step
 from bench._stores import open_bench_store
@@ -41,8 +46,12 @@ async def main(url: str, calls: int, concurrency: int, mode: str, lease_s: float
     leases = Leases() if lease_s is None else Leases(ttl=dt.timedelta(seconds=lease_s))
     runtime = Runtime(model=StepModel(calls), tools=[tool], leases=leases)
     try:
-        if mode == "drain":
+        if mode in ("drain", "race"):
             worker = Worker(store, runtime, concurrency=concurrency, poll_interval=0.05)
+            if mode == "race":
+                await store.migrate()  # connects, as the first claim would
+                print("ready", flush=True)
+                await asyncio.to_thread(sys.stdin.readline)
             await worker.run_until_idle()
         else:
             worker = Worker(store, runtime, concurrency=concurrency)
@@ -60,7 +69,9 @@ if __name__ == "__main__":
     parser.add_argument("url")
     parser.add_argument("calls", type=int)
     parser.add_argument("concurrency", type=int)
-    parser.add_argument("mode", nargs="?", choices=("drain", "serve", "stall"), default="drain")
+    parser.add_argument(
+        "mode", nargs="?", choices=("drain", "serve", "stall", "race"), default="drain"
+    )
     parser.add_argument("--lease", type=float, default=None, help="Leases.ttl in seconds")
     args = parser.parse_args()
     asyncio.run(main(args.url, args.calls, args.concurrency, args.mode, args.lease))

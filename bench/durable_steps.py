@@ -17,14 +17,14 @@ Throughput: runs per second of one worker with 32 runs in flight, next to the ra
 32 connections in flight (on the same server or file, in the same invocation; a floor run is
 as many INSERT and COMMIT as a benchmark run has durable steps, on a connection of its own;
 SQLite lets one of the 32 write at a time; three alternating rounds, medians), then with 1, 2
-and 4 worker processes. Recovery
-(`bench._recovery`): a worker process is killed (SIGKILL) in the middle of a run held with a
-short lease (`--lease`), `--queue` runs are admitted behind it, and a fresh worker process
-serves them; the figure is the time from the killed run's lease expiry to its next
-`AttemptStarted`. A claim takes the oldest claimable run, and a leased run is claimable from
-its lease's expiry, so the killed run waits behind the queue (the table says how many of it
-started first). The memory
-store has no connections and no processes: n/a there. The last line is machine-readable:
+and 4 worker processes of 32 runs in flight each, sharing 320 runs (a second process adds a
+process, not concurrency). Recovery (`bench._recovery`): a worker process is killed
+(SIGKILL) in the middle of a run held with a short lease (`--lease`), `--queue` runs are
+admitted behind it, and a fresh worker process serves them; the figure is the time from the
+killed run's lease expiry to its next `AttemptStarted`. A claim takes a run whose lease
+expired before any other, so the killed run should not wait behind the queue (the table says
+how many queued runs started first). The memory store has no connections and no processes:
+n/a there. The last line is machine-readable:
 
     store=NAME steps_per_run=21 per_step_ms=X floor_ms=Y ratio=Z cpu_us_per_step=C
         cpu_calibration_us=U runs_per_s_32=W claim_p50_ms=A claim_p95_ms=B
@@ -52,7 +52,6 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
-import itertools
 import os
 import random
 import statistics
@@ -75,8 +74,13 @@ ROOT = Path(__file__).resolve().parents[1]
 STORES = ("memory", "sqlite", "postgres", "mysql", "dynamodb")
 IN_FLIGHT = 32
 """Runs at once in the runs/s measure, and connections of the floor's."""
-PROCESS_CONCURRENCY = 8
-"""Runs at once in each worker process."""
+PROCESS_CONCURRENCY = IN_FLIGHT
+"""Runs at once in each worker process of the scale-out measure: as many as the one worker
+of the runs/s measure holds, so a second process adds a process, not concurrency."""
+RECOVERY_CONCURRENCY = 8
+"""Runs at once in the worker that serves the queue in the recovery measure."""
+SCALE_OUT_RUNS = 320
+"""Runs the worker processes of the scale-out measure share: more than 4 processes hold."""
 
 
 async def per_step(url: str, runs: int, calls: int) -> tuple[float, float, float]:
@@ -158,16 +162,31 @@ async def runs_per_second_beside_floor(
 
 
 async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
-    """Median step time around turn 10 and around turn `calls` of one long run (ms)."""
+    """Step time near the start and near the end of one long run of `calls` turns (ms).
+
+    Each is the median of the mean step time over windows of 20 consecutive steps (ten
+    turns: every window holds model turns and tool results alike, whose costs differ), ten
+    windows after the first 20 steps and ten before the last 10 (fewer in a short run):
+    robust to a stray pause, and a cost that grows with the log shows in its turns."""
     async with fresh_store(url) as store:
         await dispatch(store.scoped(SCOPE), bench_spec(calls), "a long run")
         stamps: list[float] = []
         count_appends(store, stamps)
         await Worker(store, Runtime(model=StepModel(calls), tools=[step])).run_until_idle()
-    gaps = [b - a for a, b in itertools.pairwise(stamps)]
-    early = statistics.median(gaps[15:35]) * 1000
-    late = statistics.median(gaps[-30:-10]) * 1000
-    return early, late
+    width = 20
+    count = min(10, (len(stamps) - 30) // (2 * width))  # fewer windows for a short run
+    if count < 1:
+        raise ValueError(f"a run of {calls} turns is too short to compare its start and end")
+    early_start, late_start = 20, len(stamps) - 10 - width * count
+
+    def windows(start: int) -> float:
+        means = [
+            (stamps[at + width] - stamps[at]) / width
+            for at in range(start, start + width * count, width)
+        ]
+        return statistics.median(means) * 1000
+
+    return windows(early_start), windows(late_start)
 
 
 async def process_runs_per_second(url: str, processes: int, runs: int, calls: int) -> float:
@@ -179,9 +198,9 @@ async def process_runs_per_second(url: str, processes: int, runs: int, calls: in
 
 
 def _run_worker_processes(url: str, processes: int, calls: int) -> float:
-    """Seconds for `processes` worker processes to drain the store."""
+    """Seconds for `processes` worker processes to drain the store, from the moment all of
+    them are connected and told to start (their start-up is not counted)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    started = time.perf_counter()
     workers = [
         subprocess.Popen(
             [
@@ -191,16 +210,33 @@ def _run_worker_processes(url: str, processes: int, calls: int) -> float:
                 url,
                 str(calls),
                 str(PROCESS_CONCURRENCY),
+                "race",
             ],
             cwd=ROOT,
             env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for _ in range(processes)
     ]
-    for worker in workers:
-        if worker.wait(timeout=600) != 0:
-            raise SystemExit(f"a worker process failed with exit code {worker.returncode}")
-    return time.perf_counter() - started
+    with contextlib.ExitStack() as pipes:
+        for worker in workers:
+            pipes.enter_context(worker)  # closes its pipes and waits for it, whatever happens
+        for worker in workers:
+            assert worker.stdout is not None
+            line = worker.stdout.readline()
+            if line != "ready\n":
+                raise SystemExit(f"a benchmark worker process did not start (it said {line!r})")
+        started = time.perf_counter()
+        for worker in workers:
+            assert worker.stdin is not None
+            worker.stdin.write("go\n")
+            worker.stdin.close()
+        for worker in workers:
+            if worker.wait(timeout=600) != 0:
+                raise SystemExit(f"a worker process failed with exit code {worker.returncode}")
+        return time.perf_counter() - started
 
 
 async def claim_latency(url: str, trials: int) -> tuple[float, float]:
@@ -364,7 +400,7 @@ async def main() -> None:
             if args.store != "memory":
                 for processes in (1, 2, 4):
                     rate = await process_runs_per_second(
-                        url(f"procs{processes}"), processes, 160, args.calls
+                        url(f"procs{processes}"), processes, SCALE_OUT_RUNS, args.calls
                     )
                     by_processes[processes] = rate
                     rows.append(
@@ -377,7 +413,7 @@ async def main() -> None:
             recovery: Recovery | None = None
             if args.store != "memory":
                 recovery = await recovery_behind_queue(
-                    url("recovery"), args.queue, args.calls, args.lease, PROCESS_CONCURRENCY
+                    url("recovery"), args.queue, args.calls, args.lease, RECOVERY_CONCURRENCY
                 )
             rows.extend(_recovery_rows(recovery, args.queue, args.lease))
         finally:

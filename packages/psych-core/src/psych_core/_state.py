@@ -36,11 +36,19 @@ FINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 
 @dataclass(frozen=True, slots=True)
 class Conversation:
-    """An append-only, persistent list of messages: adding shares every earlier node."""
+    """An append-only, persistent list of messages: adding shares every earlier node.
+
+    `messages` is asked at every model turn, so the newest node it was asked of keeps the
+    tuple it returned (`_listed`) and the next one extends it, copying pointers in one go
+    instead of walking the whole chain in Python: a turn costs the same at message 2,000 as
+    at message 20. Only the newest listing is kept (an older node hands its tuple on), so a
+    long run holds one tuple, not one per turn.
+    """
 
     last: Message | None = None
     before: Conversation | None = None
     length: int = 0
+    _listed: tuple[Message, ...] | None = field(default=None, compare=False, repr=False)
 
     def add(self, message: Message) -> Conversation:
         """A conversation with `message` after this one's messages."""
@@ -48,13 +56,21 @@ class Conversation:
 
     def messages(self) -> tuple[Message, ...]:
         """All messages, oldest first."""
-        out: list[Message] = []
+        if self._listed is not None:
+            return self._listed
+        newer: list[Message] = []
         node: Conversation | None = self
-        while node is not None and node.last is not None:
-            out.append(node.last)
+        while node is not None and node.last is not None and node._listed is None:
+            newer.append(node.last)
             node = node.before
-        out.reverse()
-        return tuple(out)
+        older: tuple[Message, ...] = ()
+        if node is not None and node._listed is not None:
+            older = node._listed
+            object.__setattr__(node, "_listed", None)
+        newer.reverse()
+        listed = older + tuple(newer)
+        object.__setattr__(self, "_listed", listed)
+        return listed
 
     def __len__(self) -> int:
         return self.length

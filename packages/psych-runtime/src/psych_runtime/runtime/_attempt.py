@@ -143,7 +143,8 @@ class Attempt:
         self._validated: dict[str, dict[str, Any]] = {}
         self._timed_out_children: dict[str, str] = {}
         self.inbox_last = 0
-        self._heard = asyncio.Event()
+        # Set while calls run: the lease heartbeat resolves it when new inbox entries exist.
+        self._heard: asyncio.Future[None] | None = None
         # Known secret values are redacted from every body before it is folded or recorded;
         # the app's prices re-price model calls the provider did not price.
         self._redactor = Redactor(runtime.secrets)
@@ -330,7 +331,8 @@ class Attempt:
         """Told by the lease heartbeat: new inbox entries may exist."""
         if renewed.inbox_last > self.inbox_last:
             self.inbox_last = renewed.inbox_last
-            self._heard.set()
+            if self._heard is not None and not self._heard.done():
+                self._heard.set_result(None)
 
     async def _move_inbox(self) -> None:
         """Move the inbox entries after the last one in the log into it, in order."""
@@ -540,14 +542,14 @@ class Attempt:
         tasks = {asyncio.Task(run_one(call), loop=loop, eager_start=True): call for call in calls}
         try:
             while running := [task for task in tasks if not task.done()]:
-                self._heard.clear()
-                heard = asyncio.ensure_future(self._heard.wait())
+                # A plain future, not a task waiting on an event: one less task per wait.
+                heard = self._heard = loop.create_future()
                 try:
                     await asyncio.wait([*running, heard], return_when=asyncio.FIRST_COMPLETED)
                 finally:
-                    # Also when the attempt is cancelled here (a lost lease): a pending
-                    # future left behind is reported as destroyed while pending.
+                    # Also when the attempt is cancelled here (a lost lease).
                     heard.cancel()
+                    self._heard = None
                 _raise_first_error(tasks)
                 if self.inbox_last > self.state.inbox_seen:
                     async with self._commit_lock:
