@@ -36,10 +36,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SUITES: dict[str, tuple[str, ...]] = {
     "psych-store-sqlite": ("tests/contract/test_sqlite_store.py",),
-    "psych-store-postgres": ("tests/contract/test_postgres_store.py",),
+    "psych-store-postgres": (
+        "tests/contract/test_postgres_store.py",
+        "tests/contract/test_postgres_group.py",
+    ),
     "psych-store-mysql": (
         "tests/contract/test_mysql_store.py",
         "tests/contract/test_mysql_atomicity.py",
+        "tests/contract/test_mysql_group.py",
     ),
     "psych-store-dynamodb": ("tests/contract/test_dynamodb_store.py",),
     "psych-blob-s3": ("tests/contract/test_blob_s3.py",),

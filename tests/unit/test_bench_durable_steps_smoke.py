@@ -68,17 +68,3 @@ def test_the_recovery_rows_say_what_was_measured() -> None:
         f"{head}: SIGKILL -> next attempt (s)": "3.50",
         f"{head}: queued runs started before it": "299 of 300",
     }
-
-
-async def test_worker_processes_start_together_and_drain_the_store(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'procs.sqlite'}"
-    rate = await durable_steps.process_runs_per_second(url, 2, 6, 2)
-    assert rate > 0
-    connection = sqlite3.connect(tmp_path / "procs.sqlite")
-    try:
-        statuses = connection.execute(
-            "SELECT status, count(*) FROM psych_runs GROUP BY 1"
-        ).fetchall()
-    finally:
-        connection.close()
-    assert statuses == [("completed", 6)]
