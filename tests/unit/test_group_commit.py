@@ -95,6 +95,18 @@ class ThreeSteps:
         return ModelResponse(model="m", text="done", usage=Usage(input=1, output=1))
 
 
+async def held_in_flight(
+    store: CountingStore, commits: GroupCommit, run: tuple[str, int, int]
+) -> asyncio.Future[AppendResult]:
+    """`run`'s append, sent straight to the store and held there (its gate closed) until the
+    test opens the gate: the appends made meanwhile wait to go out as a group."""
+    store.gate.clear()
+    run_id, attempt, seq = run
+    first = asyncio.ensure_future(commits.append(run_id, attempt, one_record(run_id, attempt, seq)))
+    await asyncio.sleep(0)
+    return first
+
+
 def one_record(run_id: str, attempt: int, seq: int) -> Batch:
     record = Record(
         run_id=run_id,
@@ -125,9 +137,7 @@ async def test_appends_arriving_during_one_in_flight_go_out_together() -> None:
     store = CountingStore()
     commits = GroupCommit(store)
     runs = await claimed(store, 5)
-    store.gate.clear()
-    first = asyncio.ensure_future(commits.append(*runs[0][:2], one_record(*runs[0])))
-    await asyncio.sleep(0)
+    first = await held_in_flight(store, commits, runs[0])
     rest = [
         asyncio.ensure_future(commits.append(run_id, attempt, one_record(run_id, attempt, seq)))
         for run_id, attempt, seq in runs[1:]
@@ -145,9 +155,7 @@ async def test_each_run_in_a_group_hears_its_own_refusal() -> None:
     store = CountingStore()
     commits = GroupCommit(store)
     runs = await claimed(store, 4)
-    store.gate.clear()
-    first = asyncio.ensure_future(commits.append(*runs[0][:2], one_record(*runs[0])))
-    await asyncio.sleep(0)
+    first = await held_in_flight(store, commits, runs[0])
     (good, attempt, seq), (taken, _, _), (stale, _, stale_seq) = runs[1:]
     waiting = [
         asyncio.ensure_future(commits.append(good, attempt, one_record(good, attempt, seq))),
@@ -166,9 +174,7 @@ async def test_a_failed_group_fails_every_append_in_it() -> None:
     store = CountingStore()
     commits = GroupCommit(store)
     runs = await claimed(store, 3)
-    store.gate.clear()
-    first = asyncio.ensure_future(commits.append(*runs[0][:2], one_record(*runs[0])))
-    await asyncio.sleep(0)
+    first = await held_in_flight(store, commits, runs[0])
     store.fail_groups = StoreUnavailable("the server went away")
     rest = [
         asyncio.ensure_future(commits.append(run_id, attempt, one_record(run_id, attempt, seq)))
@@ -190,9 +196,7 @@ async def test_an_append_given_up_before_it_was_sent_is_not_sent() -> None:
     store = CountingStore()
     commits = GroupCommit(store)
     runs = await claimed(store, 3)
-    store.gate.clear()
-    first = asyncio.ensure_future(commits.append(*runs[0][:2], one_record(*runs[0])))
-    await asyncio.sleep(0)
+    first = await held_in_flight(store, commits, runs[0])
     gone = asyncio.ensure_future(commits.append(*runs[1][:2], one_record(*runs[1])))
     kept = asyncio.ensure_future(commits.append(*runs[2][:2], one_record(*runs[2])))
     await asyncio.sleep(0)

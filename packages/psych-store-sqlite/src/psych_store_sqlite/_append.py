@@ -23,12 +23,9 @@ from psych_core import (
     StoreLimits,
 )
 from psych_core.ports import AppendFence, check_batch, judge_append
+from psych_store_sqlite._connection import each_in_a_savepoint
 from psych_store_sqlite._inbox import deliver, inbox_count
 from psych_store_sqlite._time import now_micros, to_micros
-
-_ITEM = "SAVEPOINT psych_group_item"
-_ITEM_KEEP = "RELEASE psych_group_item"
-_ITEM_UNDO = "ROLLBACK TO psych_group_item"
 
 INSERT_RECORD = (
     "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) VALUES (?, ?, ?, ?, ?)"
@@ -119,17 +116,14 @@ def append_each(
     conn: sqlite3.Connection, appends: list[tuple[str, int, Batch, Encoded]]
 ) -> list[int | PsychError]:
     """Several runs' batches in one transaction (`Store.append_many`), each in a savepoint of
-    its own: a refused one is undone alone and its error is its outcome, the others commit
-    together, with one ``fsync``."""
+    its own (`each_in_a_savepoint`): a refused one is undone alone and its error is its
+    outcome, the others commit together, with one ``fsync``. An error that is not a refusal
+    (a sqlite error) fails the whole group, as it fails a single append."""
     outcomes: list[int | PsychError] = []
-    for run_id, attempt, batch, encoded in appends:
-        conn.execute(_ITEM)
-        try:
-            outcomes.append(append(conn, run_id, attempt, batch, encoded))
-        except PsychError as refused:
-            conn.execute(_ITEM_UNDO)
-            outcomes.append(refused)
-        conn.execute(_ITEM_KEEP)
+    for ok, value in each_in_a_savepoint(conn, [(append, item) for item in appends]):
+        if not ok and not isinstance(value, PsychError):
+            raise value
+        outcomes.append(value)
     return outcomes
 
 

@@ -9,7 +9,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from psych_core import PsychError, StoreError, StoreUnavailable
@@ -140,3 +140,38 @@ def write_transaction[T](
                 conn.execute("ROLLBACK")
         raise
     return result
+
+
+type Outcome = tuple[bool, Any]
+"""(True, what a piece of work returned) or (False, the exception it raised)."""
+
+_SAVEPOINT = "SAVEPOINT psych_write"
+_KEEP = "RELEASE psych_write"
+_UNDO = "ROLLBACK TO psych_write"
+
+
+def each_in_a_savepoint(
+    conn: sqlite3.Connection, calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]
+) -> list[Outcome]:
+    """Run each ``work(conn, *args)`` of `calls` in a savepoint of its own, inside the
+    transaction already open: one that raises is undone alone and its exception is its
+    outcome, the others stay. When SQLite undid the whole transaction (an I/O error, a full
+    disk), that error is raised: nothing of any of them is left to commit.
+
+    The writer lane runs the writes queued together this way (`_lane`), and so does a group
+    of appends (`_append.append_each`)."""
+    outcomes: list[Outcome] = []
+    for work, args in calls:
+        conn.execute(_SAVEPOINT)
+        try:
+            result = work(conn, *args)
+        except Exception as exc:  # a refusal (LeaseLost, Conflict, ...): only this one is undone
+            if not conn.in_transaction:
+                raise
+            conn.execute(_UNDO)
+            conn.execute(_KEEP)
+            outcomes.append((False, exc))
+        else:
+            conn.execute(_KEEP)
+            outcomes.append((True, result))
+    return outcomes

@@ -24,14 +24,15 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from psych_core import StoreError
-from psych_store_sqlite._connection import translate, write_transaction
+from psych_store_sqlite._connection import (
+    Outcome,
+    each_in_a_savepoint,
+    translate,
+    write_transaction,
+)
 
 GROUP_MAX = 64
 """The most writes that share one commit."""
-
-_SAVEPOINT = "SAVEPOINT psych_write"
-_KEEP = "RELEASE psych_write"
-_UNDO = "ROLLBACK TO psych_write"
 
 
 class _Job(NamedTuple):
@@ -40,10 +41,6 @@ class _Job(NamedTuple):
     work: Callable[..., Any]
     args: tuple[Any, ...]
     transact: bool
-
-
-type _Outcome = tuple[bool, Any]
-"""(True, result) or (False, the exception to raise)."""
 
 
 class Lane:
@@ -198,7 +195,7 @@ def _serve(worker: _Worker) -> None:
         worker.close()
 
 
-def _attempt(worker: _Worker, job: _Job) -> _Outcome:
+def _attempt(worker: _Worker, job: _Job) -> Outcome:
     try:
         conn = worker.connect()
         if job.transact:
@@ -217,46 +214,30 @@ def _write_group(worker: _Worker, group: list[_Job]) -> None:
             _settle(job.loop, [(job.future, _attempt(worker, job))])
         return
     try:
-        outcomes = write_transaction(worker.connect(), _each_in_a_savepoint, (worker, live))
+        calls = [(job.work, job.args) for job in live]
+        outcomes = [
+            (ok, value if ok else worker.error(value))
+            for ok, value in write_transaction(worker.connect(), each_in_a_savepoint, (calls,))
+        ]
     except BaseException as exc:
         outcomes = [(False, worker.error(exc))] * len(live)
-    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], _Outcome]]] = {}
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Outcome]]] = {}
     for job, outcome in zip(live, outcomes, strict=True):
         by_loop.setdefault(job.loop, []).append((job.future, outcome))
     for loop, settled in by_loop.items():
         _settle(loop, settled)
 
 
-def _each_in_a_savepoint(
-    conn: sqlite3.Connection, worker: _Worker, group: list[_Job]
-) -> list[_Outcome]:
-    outcomes: list[_Outcome] = []
-    for job in group:
-        conn.execute(_SAVEPOINT)
-        try:
-            result = job.work(conn, *job.args)
-        except Exception as exc:  # a refusal (LeaseLost, Conflict, ...): only this job is undone
-            if not conn.in_transaction:  # SQLite undid the whole transaction (I/O, full disk)
-                raise
-            conn.execute(_UNDO)
-            conn.execute(_KEEP)
-            outcomes.append((False, worker.error(exc)))
-        else:
-            conn.execute(_KEEP)
-            outcomes.append((True, result))
-    return outcomes
-
-
 def _settle(
     loop: asyncio.AbstractEventLoop,
-    settled: list[tuple[asyncio.Future[Any], _Outcome]],
+    settled: list[tuple[asyncio.Future[Any], Outcome]],
 ) -> None:
     """Hand outcomes to their loop: one wake-up for all of them."""
     with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
         loop.call_soon_threadsafe(_resolve, settled)
 
 
-def _resolve(settled: list[tuple[asyncio.Future[Any], _Outcome]]) -> None:
+def _resolve(settled: list[tuple[asyncio.Future[Any], Outcome]]) -> None:
     for future, (ok, value) in settled:
         if future.done():  # cancelled while the job ran
             continue
