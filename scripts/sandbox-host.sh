@@ -54,8 +54,10 @@ start_api() {
     mkdir -p "$state/storage" "$state/run" "$state/tmp"
     rm -f "$socket"
     log "starting podman system service on $socket ..."
-    setsid podman "${podman_flags[@]}" system service --time 0 "unix://$socket" \
-        >"$state/service.log" 2>&1 </dev/null &
+    # Started in its state folder: conmon leaves files in its working directory (an `oom`
+    # mark when a container is killed for memory), which must not land in the checkout.
+    (cd "$state" && exec setsid podman "${podman_flags[@]}" system service --time 0 \
+        "unix://$socket" >"$state/service.log" 2>&1 </dev/null) &
     echo $! >"$state/service.pid"
     for _ in $(seq 100); do
         api_up && return 0
