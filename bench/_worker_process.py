@@ -13,7 +13,8 @@ serving. In ``stall`` mode the tool's second call never returns: the worker prin
 killed (as a worker stuck on a slow tool does). In ``race`` mode it connects, prints
 ``ready``, and drains the store once a line arrives on its stdin: processes started together
 begin together, their start-up (the interpreter, the imports, the connections) left out of
-the time measured. ``--lease`` is the claims' lease in seconds
+the time measured; once drained it prints ``cpu SECONDS``, the CPU time it used since the
+word (all its threads). ``--lease`` is the claims' lease in seconds
 (`Leases.ttl`; the runtime's default without it).
 """
 
@@ -23,6 +24,7 @@ import argparse
 import asyncio
 import datetime as dt
 import sys
+import time
 
 from bench._agent import StepModel, step
 from bench._stores import open_bench_store
@@ -52,7 +54,10 @@ async def main(url: str, calls: int, concurrency: int, mode: str, lease_s: float
                 await store.migrate()  # connects, as the first claim would
                 print("ready", flush=True)
                 await asyncio.to_thread(sys.stdin.readline)
+            started = time.process_time()
             await worker.run_until_idle()
+            if mode == "race":
+                print(f"cpu {time.process_time() - started:.6f}", flush=True)
         else:
             worker = Worker(store, runtime, concurrency=concurrency)
             await store.migrate()

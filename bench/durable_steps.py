@@ -29,7 +29,12 @@ n/a there. The last line is machine-readable:
     store=NAME steps_per_run=21 per_step_ms=X floor_ms=Y ratio=Z cpu_us_per_step=C
         cpu_calibration_us=U runs_per_s_32=W claim_p50_ms=A claim_p95_ms=B
         floor_runs_per_s_32=F recovery_s=R recovery_lease_s=L append_ratio=P
-        turn_ratio=T runs_per_s_1p=N1 runs_per_s_2p=N2 runs_per_s_4p=N4   (all on one line)
+        turn_ratio=T runs_per_s_1p=N1 host_busy_1p=H1 worker_cores_1p=K1 (and the same
+        for 2p and 4p)                                                    (all on one line)
+
+Beside each scale-out figure: how busy the host's cores were over the timed window and how
+many cores the worker processes used (`bench._host_cpu`), which tell a host saturated on CPU
+from a database that has no more to give.
 
 `python -m bench.table` runs this for every store and writes the README's performance table
 from those lines.
@@ -60,8 +65,10 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from bench import _host_cpu as host_cpu
 from bench._agent import SCOPE, StepModel, admit_runs, bench_spec, step
 from bench._cpu import calibration_us
 from bench._recovery import Recovery, recovery_behind_queue
@@ -189,17 +196,27 @@ async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
     return windows(early_start), windows(late_start)
 
 
-async def process_runs_per_second(url: str, processes: int, runs: int, calls: int) -> float:
-    """Runs per second with `processes` worker processes sharing the store."""
+@dataclass(frozen=True, slots=True)
+class ScaleOut:
+    """Runs per second with some worker processes, and where the host's CPU went meanwhile."""
+
+    runs_per_s: float
+    host: host_cpu.HostUse
+
+
+async def process_runs_per_second(url: str, processes: int, runs: int, calls: int) -> ScaleOut:
+    """Runs per second with `processes` worker processes sharing the store, and the host's
+    CPU use over the same window."""
     async with fresh_store(url) as store:
         await admit_runs(store, runs, calls)
-        elapsed = await asyncio.to_thread(_run_worker_processes, url, processes, calls)
-    return runs / elapsed
+        elapsed, host = await asyncio.to_thread(_run_worker_processes, url, processes, calls)
+    return ScaleOut(runs / elapsed, host)
 
 
-def _run_worker_processes(url: str, processes: int, calls: int) -> float:
+def _run_worker_processes(url: str, processes: int, calls: int) -> tuple[float, host_cpu.HostUse]:
     """Seconds for `processes` worker processes to drain the store, from the moment all of
-    them are connected and told to start (their start-up is not counted)."""
+    them are connected and told to start (their start-up is not counted), and the host's CPU
+    use over that window."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     workers = [
         subprocess.Popen(
@@ -228,7 +245,7 @@ def _run_worker_processes(url: str, processes: int, calls: int) -> float:
             line = worker.stdout.readline()
             if line != "ready\n":
                 raise SystemExit(f"a benchmark worker process did not start (it said {line!r})")
-        started = time.perf_counter()
+        before = host_cpu.snapshot()
         for worker in workers:
             assert worker.stdin is not None
             worker.stdin.write("go\n")
@@ -236,7 +253,15 @@ def _run_worker_processes(url: str, processes: int, calls: int) -> float:
         for worker in workers:
             if worker.wait(timeout=600) != 0:
                 raise SystemExit(f"a worker process failed with exit code {worker.returncode}")
-        return time.perf_counter() - started
+        after = host_cpu.snapshot()
+        used = 0.0
+        for worker in workers:
+            assert worker.stdout is not None
+            said = worker.stdout.read().split()  # "cpu SECONDS", once drained
+            if said[:1] != ["cpu"]:
+                raise SystemExit(f"a benchmark worker process did not say its CPU ({said!r})")
+            used += float(said[1])
+        return after.at - before.at, host_cpu.between(before, after, used)
 
 
 async def claim_latency(url: str, trials: int) -> tuple[float, float]:
@@ -396,20 +421,14 @@ async def main() -> None:
                 (f"turn {args.long} / turn 10", f"{late / early:.2f}"),
                 ("claim latency p50 / p95 (ms)", f"{claim_p50:.2f} / {claim_p95:.2f}"),
             ]
-            by_processes: dict[int, float] = {}
+            by_processes: dict[int, ScaleOut] = {}
             if args.store != "memory":
                 for processes in (1, 2, 4):
-                    rate = await process_runs_per_second(
+                    scale = await process_runs_per_second(
                         url(f"procs{processes}"), processes, SCALE_OUT_RUNS, args.calls
                     )
-                    by_processes[processes] = rate
-                    rows.append(
-                        (
-                            f"runs/s, {processes} worker process(es), "
-                            f"{PROCESS_CONCURRENCY} runs each",
-                            f"{rate:.1f}",
-                        )
-                    )
+                    by_processes[processes] = scale
+                    rows += _scale_out_rows(processes, scale)
             recovery: Recovery | None = None
             if args.store != "memory":
                 recovery = await recovery_behind_queue(
@@ -433,7 +452,31 @@ async def main() -> None:
         f"recovery_s={_figure(None if recovery is None else recovery.expiry_to_resume_s, 2)} "
         f"recovery_lease_s={args.lease:g} "
         f"append_ratio={statistics.median(append_ratios):.2f} turn_ratio={late / early:.2f} "
-        + " ".join(f"runs_per_s_{count}p={_figure(by_processes.get(count))}" for count in (1, 2, 4))
+        + " ".join(_scale_out_figures(count, by_processes.get(count)) for count in (1, 2, 4))
+    )
+
+
+def _scale_out_rows(processes: int, scale: ScaleOut) -> list[tuple[str, str]]:
+    each = f"{processes} worker process(es), {PROCESS_CONCURRENCY} runs each"
+    busy = scale.host.busy
+    return [
+        (f"runs/s, {each}", f"{scale.runs_per_s:.1f}"),
+        (
+            f"  host CPU busy meanwhile ({scale.host.cores} cores)",
+            "n/a" if busy is None else f"{busy:.0%}",
+        ),
+        ("  cores the worker processes used", f"{scale.host.worker_cores:.2f}"),
+    ]
+
+
+def _scale_out_figures(processes: int, scale: ScaleOut | None) -> str:
+    """The last line's figures of one scale-out measure: runs/s, the host's busy share and
+    the cores the workers used (n/a where not measured)."""
+    busy = None if scale is None else scale.host.busy
+    cores = None if scale is None else scale.host.worker_cores
+    return (
+        f"runs_per_s_{processes}p={_figure(None if scale is None else scale.runs_per_s)} "
+        f"host_busy_{processes}p={_figure(busy, 2)} worker_cores_{processes}p={_figure(cores, 2)}"
     )
 
 

@@ -45,6 +45,8 @@ TURN_TARGET = 1.2
 """A step at turn 1,000 at most this many steps at turn 10."""
 RECOVERY_TARGET = 2.0
 """A crashed run behind a queue resumes within this many lease periods of its lease's expiry."""
+SATURATED_BUSY = 0.9
+"""A host whose cores were at least this busy during a scale-out measure had no CPU to give."""
 
 
 def figures_of(line: str) -> dict[str, str]:
@@ -107,6 +109,49 @@ def targets(figures: Figures) -> dict[str, bool | None]:
             None if recovery is None or lease is None else recovery <= RECOVERY_TARGET * lease
         ),
     }
+
+
+def scale_out(figures: Figures) -> str | None:
+    """Where runs/s stops growing with more worker processes, and why, for one store; None
+    where the store has no scale-out figures.
+
+    Growth stops at the first count of processes that does not beat the one before (or it
+    grows to 4). The host's CPU busy share there says why: at `SATURATED_BUSY` or more, the
+    host had no CPU left for another worker or for the database; below it, the database (or
+    contention in it) held runs/s back.
+    """
+    counts = (1, 2, 4)
+    rates = [
+        rate for count in counts if (rate := _number(figures, f"runs_per_s_{count}p")) is not None
+    ]
+    if len(rates) < len(counts):
+        return None
+    busy = [_number(figures, f"host_busy_{count}p") for count in counts]
+    cores = [_number(figures, f"worker_cores_{count}p") for count in counts]
+    measured = "; ".join(
+        f"{count}: {rate:g} runs/s"
+        + ("" if share is None else f", host CPU {share:.0%} busy")
+        + ("" if used is None else f", workers {used:.2f} cores")
+        for count, rate, share, used in zip(counts, rates, busy, cores, strict=True)
+    )
+    stop = next(
+        (index for index in range(1, len(counts)) if rates[index] <= rates[index - 1]), None
+    )
+    if stop is None:
+        return f"grows to 4 worker processes ({measured})"
+    last = stop - 1  # the most processes that still gained
+    share = busy[last]
+    if share is None:
+        why = "the host's CPU was not measured"
+    elif share >= SATURATED_BUSY:
+        why = f"the host's CPU was {share:.0%} busy already: saturated on the host's CPU"
+    else:
+        why = (
+            f"the host's CPU was {share:.0%} busy, so not the host's CPU: the database (its "
+            "commits or its locks) held it back"
+        )
+    plural = "es" if counts[last] > 1 else ""
+    return f"stops growing after {counts[last]} worker process{plural}, where {why} ({measured})"
 
 
 def machine() -> str:
@@ -210,6 +255,9 @@ def render(rows: Sequence[Figures], when: dt.date, servers: str) -> str:
         verdicts = targets(figures)
         said = "; ".join(f"{name}: {_met(ok)}" for name, ok in verdicts.items() if ok is not None)
         lines.append(f"- {figures['store']}: {said or 'no target applies'}.")
+        scaled = scale_out(figures)
+        if scaled is not None:
+            lines.append(f"  Scale-out {scaled}.")
     return "\n".join(lines) + "\n"
 
 

@@ -14,8 +14,9 @@ POSTGRES = (
     "store=postgres steps_per_run=21 per_step_ms=0.450 floor_ms=0.200 ratio=2.25 "
     "cpu_us_per_step=380.0 cpu_calibration_us=6.0 runs_per_s_32=230.0 claim_p50_ms=2.10 "
     "claim_p95_ms=2.90 floor_runs_per_s_32=400.0 recovery_s=0.02 recovery_lease_s=1.5 "
-    "append_ratio=1.25 turn_ratio=1.30 runs_per_s_1p=120.0 runs_per_s_2p=110.0 "
-    "runs_per_s_4p=90.0"
+    "append_ratio=1.25 turn_ratio=1.30 runs_per_s_1p=120.0 host_busy_1p=0.97 "
+    "worker_cores_1p=0.95 runs_per_s_2p=110.0 host_busy_2p=0.99 worker_cores_2p=1.30 "
+    "runs_per_s_4p=90.0 host_busy_4p=1.00 worker_cores_4p=1.40"
 )
 MEMORY = (
     "store=memory steps_per_run=21 per_step_ms=0.110 floor_ms=0.000 ratio=0.00 "
@@ -56,6 +57,32 @@ def test_the_table_carries_every_figure_and_the_verdicts() -> None:
     assert "| memory | 0.110 ms | n/a | n/a | n/a | 105.0 us | 450.0 | n/a" in text
     assert "- postgres: step at most 2x the floor: not met; append alone" in text
     assert "- memory: turn 1,000 at most 1.2x turn 10: met." in text
+
+
+def test_scale_out_says_where_growth_stops_and_whether_the_host_cpu_was_full() -> None:
+    saturated = table.scale_out(table.figures_of(POSTGRES))
+    assert saturated == (
+        "stops growing after 1 worker process, where the host's CPU was 97% busy already: "
+        "saturated on the host's CPU (1: 120 runs/s, host CPU 97% busy, workers 0.95 cores; "
+        "2: 110 runs/s, host CPU 99% busy, workers 1.30 cores; 4: 90 runs/s, host CPU 100% "
+        "busy, workers 1.40 cores)"
+    )
+    idle_host = POSTGRES.replace("runs_per_s_2p=110.0", "runs_per_s_2p=200.0").replace(
+        "host_busy_2p=0.99", "host_busy_2p=0.60"
+    )
+    held = table.scale_out(table.figures_of(idle_host))
+    assert held is not None
+    assert held.startswith(
+        "stops growing after 2 worker processes, where the host's CPU was 60% busy, so not "
+        "the host's CPU: the database"
+    )
+    growing = idle_host.replace("runs_per_s_4p=90.0", "runs_per_s_4p=300.0")
+    assert (table.scale_out(table.figures_of(growing)) or "").startswith(
+        "grows to 4 worker processes (1: 120 runs/s"
+    )
+    assert table.scale_out(table.figures_of(MEMORY)) is None
+    text = table.render([table.figures_of(POSTGRES)], dt.date(2026, 12, 5), "PostgreSQL 15")
+    assert "  Scale-out stops growing after 1 worker process" in text
 
 
 def test_the_table_is_written_between_the_markers_only(tmp_path: Path) -> None:

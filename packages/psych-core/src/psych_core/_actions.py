@@ -232,38 +232,35 @@ def _calls_action(state: RunState, now: dt.datetime) -> Action | None:
     """What the open calls of the current turn (or round) need, or None when none is open."""
     if state.cancel is not None:
         return CancelRun(state.cancel, *_open_by_beginning(state))
-    if all(c.phase == "done" for c in state.calls):
+    # One pass sorts the calls by phase (in their order); this runs before every effect.
+    phases: dict[CallPhase, list[CallState]] = {}
+    for c in state.calls:
+        phases.setdefault(c.phase, []).append(c)
+    if phases.keys() <= {"done"}:
         # The common case between turns (or rounds): nothing below can apply.
         return None
-    requested = tuple(c.call for c in state.calls if c.phase == "requested")
-    if requested:
-        return StartCalls(requested)
-    denied = _in_phase(state, "denied")
-    if denied:
-        return DenyCalls(denied)
-    approved = _in_phase(state, "approved")
-    if approved:
-        return StartApproved(approved)
-    resumed = _in_phase(state, "resumed")
-    if resumed:
-        return FinishResumed(resumed)
-    orphans = tuple(
-        c for c in state.calls if c.phase == "started" and (c.started_attempt or 0) < state.attempt
-    )
+    if "requested" in phases:
+        return StartCalls(tuple(c.call for c in phases["requested"]))
+    if "denied" in phases:
+        return DenyCalls(tuple(phases["denied"]))
+    if "approved" in phases:
+        return StartApproved(tuple(phases["approved"]))
+    if "resumed" in phases:
+        return FinishResumed(tuple(phases["resumed"]))
+    started = phases.get("started", ())
+    orphans = tuple(c for c in started if (c.started_attempt or 0) < state.attempt)
     if orphans:
         retry = tuple(c.call for c in orphans if _safe_to_retry(state, c))
         return RetryCalls(retry) if retry else SettleCalls(tuple(c.call for c in orphans))
-    running = tuple(c.call for c in state.calls if c.phase == "started")
-    if running:
-        return RunCalls(running)
-    ended_children = _in_phase(state, "child_ended")
-    if ended_children:
-        return CollectChildren(ended_children)
-    waiting = _in_phase(state, "waiting")
+    if started:
+        return RunCalls(tuple(c.call for c in started))
+    if "child_ended" in phases:
+        return CollectChildren(tuple(phases["child_ended"]))
+    waiting = tuple(phases.get("waiting", ()))
     expired = tuple(c for c in waiting if c.due_at is not None and c.due_at <= now)
     if expired:
         return TimeOutWaits(expired)
-    children = _in_phase(state, "child")
+    children = tuple(phases.get("child", ()))
     late = tuple(c for c in children if c.due_at is not None and c.due_at <= now)
     if late:
         return TimeOutChildren(late)
@@ -273,7 +270,7 @@ def _calls_action(state: RunState, now: dt.datetime) -> Action | None:
     deadline = deadline_at(state)
     if deadline is not None and (due is None or deadline < due):
         due = deadline  # woken at its deadline, to end there
-    awaiting = _in_phase(state, "awaiting_approval")
+    awaiting = tuple(phases.get("awaiting_approval", ()))
     if awaiting:
         return Suspend("approval", awaiting, due)
     if waiting:
@@ -393,10 +390,6 @@ def deadline_at(state: RunState) -> dt.datetime | None:
     if not isinstance(spec, AgentSpec) or spec.deadline is None or state.admitted_at is None:
         return None
     return state.admitted_at + dt.timedelta(seconds=spec.deadline)
-
-
-def _in_phase(state: RunState, phase: CallPhase) -> tuple[CallState, ...]:
-    return tuple(c for c in state.calls if c.phase == phase)
 
 
 def _earliest_due(calls: tuple[CallState, ...]) -> dt.datetime | None:

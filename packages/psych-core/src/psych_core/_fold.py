@@ -122,14 +122,14 @@ def fold(state: RunState, record: Record) -> RunState:
             outcome = CallOutcome("finished", body.result)
             content = render_result(body.result) if state.workflow is None else ""
             message = ToolResultMessage(body.call_id, done.call.name, content)
-            return replace(_settle(state, record, done, message, outcome), failed_streak=0)
+            return _settle(state, record, done, message, outcome, failed_streak=0)
         case ToolCallFailed():
             done = _open_call(state, record, body.call_id)
             text = f"Error ({body.reason}): {body.error}"
             message = ToolResultMessage(body.call_id, done.call.name, text, True)
             outcome = CallOutcome("failed", reason=body.reason, error=body.error)
-            settled = _settle(state, record, done, message, outcome)
-            return replace(settled, failed_streak=state.failed_streak + 1)
+            streak = state.failed_streak + 1
+            return _settle(state, record, done, message, outcome, failed_streak=streak)
         case ToolCallSettled():
             done = _started_call(state, record, body.call_id, also=("child", "child_ended"))
             message = ToolResultMessage(body.call_id, done.call.name, UNKNOWN_OUTCOME, True)
@@ -235,11 +235,15 @@ def fold_all(state: RunState, records: Iterable[Record]) -> RunState:
     return state
 
 
+_RESULT_ENCODER = json.JSONEncoder(ensure_ascii=False)
+"""`json.dumps(result, ensure_ascii=False)`, without building an encoder at every result."""
+
+
 def render_result(result: JsonValue) -> str:
     """A tool result as the model reads it: strings as they are, anything else as JSON."""
     if isinstance(result, str):
         return result
-    return json.dumps(result, ensure_ascii=False)
+    return _RESULT_ENCODER.encode(result)
 
 
 def _admitted(state: RunState, record: Record, body: RunAdmitted) -> RunState:
@@ -466,16 +470,22 @@ def _settle(
     current: CallState,
     message: ToolResultMessage,
     outcome: CallOutcome,
+    *,
+    failed_streak: int | None = None,
 ) -> RunState:
+    """The state with `current` done; `failed_streak` set when given (None keeps it)."""
     done = replace(current, phase="done", outcome=outcome)
+    streak = state.failed_streak if failed_streak is None else failed_streak
     if state.workflow is not None:
         # A workflow has no conversation: its planner reads the outcome from the call.
-        return replace(state, next_seq=record.seq + 1, calls=_with_call(state, done))
+        calls = _with_call(state, done)
+        return replace(state, next_seq=record.seq + 1, calls=calls, failed_streak=streak)
     state = replace(
         state,
         next_seq=record.seq + 1,
         calls=_with_call(state, done),
         conversation=state.conversation.add(message),
+        failed_streak=streak,
     )
     if state.pending_input and not state.open_calls:
         # Messages that arrived while calls were open join the conversation once every call

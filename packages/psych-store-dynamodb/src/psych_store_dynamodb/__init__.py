@@ -2,7 +2,8 @@
 
 `DynamoDBStore` keeps runs, their logs, inboxes, specs and idempotency keys in one DynamoDB
 table, for request handlers and workers on any number of hosts. Appends are transactions
-fenced by the attempt; claims go through a sparse index and are re-checked on the run's row.
+fenced by the attempt (several runs' appends share one: group commit); claims go through a
+sparse index and are re-checked on the run's row.
 It passes the store contract suite (`psych_runtime.testing.store_contract`) unchanged.
 """
 

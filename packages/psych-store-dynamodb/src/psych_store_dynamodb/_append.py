@@ -43,29 +43,37 @@ _TRIES = 16
 @dataclass(frozen=True, slots=True)
 class Plan:
     """A batch as JSON text, and what is wrong with it (raised only after the fence checks,
-    since `LeaseLost` and `Conflict` come first)."""
+    since `LeaseLost` and `Conflict` come first).
+
+    Attributes:
+        total: the records' UTF-8 bytes.
+    """
 
     texts: tuple[str, ...]
+    total: int
     problem: StoreError | None
 
 
 def plan(table: Table, run_id: str, batch: Batch) -> Plan:
     """Serialise the batch and judge its shape and size (`check_batch`), then what only
-    DynamoDB refuses, without touching the table."""
+    DynamoDB refuses, without touching the table. A naive ``due_at`` is a ValueError."""
+    if batch.index.due_at is not None:
+        to_text(batch.index.due_at, "batch.index.due_at")
     checked = check_batch(run_id, batch, table.limits)
-    texts = checked.texts()
+    texts, total = checked.texts(), checked.total
     if checked.problem is not None:
-        return Plan(texts, checked.problem)
+        return Plan(texts, total, checked.problem)
     first = batch.records[0].seq if batch.records else 0
     if len(batch.batch_id.encode()) > MAX_BATCH_ID_BYTES:
         return Plan(
             texts,
+            total,
             StoreError(
                 f"run {run_id}: batch id {batch.batch_id[:40]!r}... is longer than "
                 f"{MAX_BATCH_ID_BYTES} bytes; use a shorter id"
             ),
         )
-    return Plan(texts, _notice_problem(table, run_id, first, batch, len(texts), checked.total))
+    return Plan(texts, total, _notice_problem(table, run_id, first, batch, len(texts), total))
 
 
 def _notice_problem(
@@ -160,18 +168,32 @@ class _Target:
 
 async def append(table: Table, run_id: str, attempt: int, batch: Batch) -> AppendResult:
     """Add a batch in one transaction; see `Store.append` for the checks and their order."""
-    if batch.index.due_at is not None:
-        to_text(batch.index.due_at, "batch.index.due_at")
-    laid = plan(table, run_id, batch)
+    return await append_planned(table, run_id, attempt, batch, plan(table, run_id, batch))
+
+
+def ready_hint(table: Table, run_id: str, batch: Batch) -> Hint | None:
+    """The hint a batch with records is written on at once, with no read first; None when its
+    row must be read and judged first: this process does not know the run, or the batch gives
+    up the lease while the inbox holds more than it has seen (`judge` tells whether that is
+    `InboxPending` or an earlier refusal)."""
+    hint = table.hints.get(run_id)
+    if hint is None or (batch.index.releases_lease and hint.inbox_last > batch.inbox_seen):
+        return None
+    return hint
+
+
+async def append_planned(
+    table: Table, run_id: str, attempt: int, batch: Batch, laid: Plan
+) -> AppendResult:
+    """`append` of a batch `plan` has serialised and checked: the one path of every append."""
     if not batch.records or laid.problem is not None:
         row = await table.get_row(run_id)
         done = await judge(table, run_id, attempt, batch, row, laid.problem)
         if done is None:  # pragma: no cover - judge raises the problem
             raise AssertionError("a refused batch passed every check")
         return done
-    hint = table.hints.get(run_id)
-    releases = batch.index.releases_lease
-    if hint is None or (releases and hint.inbox_last > batch.inbox_seen):
+    hint = ready_hint(table, run_id, batch)
+    if hint is None:
         row = await table.get_row(run_id)
         done = await judge(table, run_id, attempt, batch, row, None)
         if done is not None:
@@ -251,6 +273,21 @@ def _transaction(
     targets: list[_Target],
 ) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
     """The transaction's items, and where each target's items start and how many there are."""
+    items = writes(table, run_id, attempt, batch, texts, hint)
+    spans: list[tuple[int, int]] = []
+    for target in targets:
+        start = len(items)
+        if target.deliverable:
+            items.extend(_deliver(table, target))
+        spans.append((start, len(items) - start))
+    return items, spans
+
+
+def writes(
+    table: Table, run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...], hint: Hint
+) -> list[dict[str, Any]]:
+    """A batch's own items: its run row's update under the fence (first), then a put of each
+    record, refused if its seq is taken."""
     now = to_text(table.clock(), "now")
     first = batch.records[0].seq
     items = [_own_update(table, run_id, attempt, batch, first, len(texts), hint, now)]
@@ -260,13 +297,7 @@ def _transaction(
                 run_id, first + offset, attempt, text, batch.batch_id if offset == 0 else None
             )
         )
-    spans: list[tuple[int, int]] = []
-    for target in targets:
-        start = len(items)
-        if target.deliverable:
-            items.extend(_deliver(table, target))
-        spans.append((start, len(items) - start))
-    return items, spans
+    return items
 
 
 def _own_update(

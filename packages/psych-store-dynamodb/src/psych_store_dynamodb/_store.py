@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiobotocore.config import AioConfig
 
 from psych_adapter_kit import Backoff
 from psych_core import (
+    Append,
     AppendResult,
     Batch,
     Claim,
     InboxEntry,
     NewRun,
     Page,
+    PsychError,
     Record,
     RenewResult,
     RunQuery,
@@ -25,7 +27,8 @@ from psych_core import (
     Store,
     StoreLimits,
 )
-from psych_store_dynamodb import _append, _claims, _inbox, _log, _runs, _schema
+from psych_core.ports import check_distinct_runs
+from psych_store_dynamodb import _append, _claims, _group, _inbox, _log, _runs, _schema
 from psych_store_dynamodb._client import Connection
 from psych_store_dynamodb._limits import DEFAULT_LIMITS, check_limits
 from psych_store_dynamodb._table import Table
@@ -56,7 +59,8 @@ class DynamoDBStore(Store):
     in partitions of their own; four sparse global secondary indexes for claims, `due`, and
     listings. An append is one ``TransactWriteItems`` whose condition on the run row is the
     fence (the attempt, the lease, the next seq and, when it suspends or ends the run, the
-    inbox count); reads of logs and rows are consistent reads.
+    inbox count); several runs' appends given to `append_many` share one transaction (group
+    commit), each fenced as if alone. Reads of logs and rows are consistent reads.
 
     DynamoDB has no clock of its own: leases are set and compared on the caller's clock (the
     `clock` argument). Safety does not depend on it: an attempt whose lease another worker
@@ -169,6 +173,19 @@ class DynamoDBStore(Store):
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
         """Add a batch in one transaction; see `Store.append` for the checks and their order."""
         return await _append.append(self._table, run_id, attempt, batch)
+
+    async def append_many(self, appends: Sequence[Append]) -> list[AppendResult | PsychError]:
+        """Append several runs' batches in one ``TransactWriteItems`` (group commit); see
+        `Store.append_many` and the module `_group`.
+
+        The batches this process can write at once (records, nothing wrong with them, a run
+        it knows, no notices) go in one transaction per 100 items and 4 MB; the rest, and
+        those a transaction refused or could not vouch for, go through `append` one each (at
+        the same time), so every refusal is the one `append` gives. A naive ``due_at`` is a
+        ValueError before anything is written.
+        """
+        check_distinct_runs(appends)
+        return await _group.append_many(self._table, appends)
 
     async def read(
         self, run_id: str, after_seq: int = -1, limit: int | None = None

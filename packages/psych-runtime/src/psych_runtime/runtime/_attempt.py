@@ -76,7 +76,7 @@ from psych_runtime.runtime._children import collect_child, start_child
 from psych_runtime.runtime._compact import compact
 from psych_runtime.runtime._config import Runtime
 from psych_runtime.runtime._decide import SETTLED_BY_CANCEL, decide
-from psych_runtime.runtime._faults import reach
+from psych_runtime.runtime._faults import armed, reach
 from psych_runtime.runtime._lease import Lease
 from psych_runtime.runtime._live_feed import complete_live
 from psych_runtime.runtime._recall import recall_for
@@ -101,8 +101,14 @@ CLOSING = (RunCompleted, RunFailed, RunCancelled, RunSuspended)
 """Bodies that suspend or end a run: always last in a batch, refused while signals are unseen."""
 
 
+_RUNNING = RunIndex(status="running")
+"""The index of nearly every batch: one value, not one per append."""
+
+
 def index_of(state: RunState) -> RunIndex:
     """The run row's index columns for `state`."""
+    if state.status == "running" and state.waiting is None:
+        return _RUNNING
     due = state.due_at if state.status == "waiting" else None
     return RunIndex(status=state.status, waiting=state.waiting, due_at=due)
 
@@ -298,6 +304,8 @@ class Attempt:
     def _notices(self, records: tuple[Record, ...]) -> tuple[Notify, ...]:
         """Other runs this batch must wake: the parent when a child ends; the children of a
         run that is cancelled."""
+        if self.state.status not in FINAL_STATUSES and not self._timed_out_children:
+            return ()  # the common case: only an ending run, or a step timed out, notifies
         notices: list[Notify] = []
         admitted = self.state.admitted
         if (
@@ -370,14 +378,16 @@ class Attempt:
         if not self._staged:
             return True
         try:
-            return await self._commit_parts(measured=False)
+            all_parts = parts(self._staged, self.store.limits, measured=False)
+            if len(all_parts) == 1:  # the common case, without a further coroutine
+                return await self._append(all_parts[0], self.state, last=True)
+            return await self._commit_parts(all_parts)
         except (RecordTooLarge, PydanticSerializationError) as exc:
             self._replace_unrecordable(exc)
-            await self._commit_parts(measured=True)
+            await self._commit_parts(parts(self._staged, self.store.limits, measured=True))
             return False
 
-    async def _commit_parts(self, *, measured: bool) -> bool:
-        all_parts = parts(self._staged, self.store.limits, measured=measured)
+    async def _commit_parts(self, all_parts: list[tuple[Record, ...]]) -> bool:
         for number, part in enumerate(all_parts, start=1):
             last = number == len(all_parts)
             after = self.state if last else fold_all(self._committed, part)
@@ -429,8 +439,9 @@ class Attempt:
             )
         if last:
             self._timed_out_children.clear()
-        for kind in dict.fromkeys(record.body.type for record in records):
-            reach(f"after_commit:{kind}")
+        if armed():
+            for kind in dict.fromkeys(record.body.type for record in records):
+                reach(f"after_commit:{kind}")
         return True
 
     def _replace_unrecordable(self, refused: Exception) -> None:
@@ -542,14 +553,24 @@ class Attempt:
         tasks = {asyncio.Task(run_one(call), loop=loop, eager_start=True): call for call in calls}
         try:
             while running := [task for task in tasks if not task.done()]:
-                # A plain future, not a task waiting on an event: one less task per wait.
-                heard = self._heard = loop.create_future()
+                # One plain future, woken by the first call to end or by the heartbeat
+                # (`heard`): what `asyncio.wait` would build, without its extra waiter.
+                woken = self._heard = loop.create_future()
+
+                def wake(_: object, woken: asyncio.Future[None] = woken) -> None:
+                    if not woken.done():
+                        woken.set_result(None)
+
+                for task in running:
+                    task.add_done_callback(wake)
                 try:
-                    await asyncio.wait([*running, heard], return_when=asyncio.FIRST_COMPLETED)
+                    await woken
                 finally:
                     # Also when the attempt is cancelled here (a lost lease).
-                    heard.cancel()
+                    woken.cancel()
                     self._heard = None
+                    for task in running:
+                        task.remove_done_callback(wake)
                 _raise_first_error(tasks)
                 if self.inbox_last > self.state.inbox_seen:
                     async with self._commit_lock:
@@ -621,8 +642,11 @@ class Attempt:
             needed = self.lease.safe_margin(timeout)
             await self.lease.ensure(needed, f"tool call {call.call_id} ({call.name!r})")
         try:
-            async with asyncio.timeout(timeout):
+            if timeout is None:
                 result = await tool.function.invoke(arguments, context)
+            else:
+                async with asyncio.timeout(timeout):
+                    result = await tool.function.invoke(arguments, context)
         except ToolRaised as exc:
             return ToolCallFailed(call_id=call.call_id, reason=exc.reason, error=str(exc))
         except ToolOutcomeUnknown as exc:

@@ -44,6 +44,11 @@ def install(hook: FaultHook | None) -> FaultHook | None:
     return previous
 
 
+def armed() -> bool:
+    """Whether a hook is installed: a caller that builds point names can skip that work."""
+    return _hook is not None
+
+
 def reach(name: str) -> None:
     """Called by the runtime at point `name`."""
     if _hook is not None:
