@@ -51,6 +51,7 @@ from psych_core import (
     ToolCallFinished,
     ToolCallSettled,
     ToolCallWaiting,
+    ToolDefinition,
     ToolStep,
     ToolsUnavailable,
     WorkflowSpec,
@@ -158,6 +159,9 @@ class Attempt:
         # work left from the last turn (calls to start, run again or settle): `_tools_now`.
         self._resolved: Mapping[str, ResolvedTool] = {}
         self._turn_resolved = False
+        # A steady turn (`Turn.steady`: no tool source, no policy) and its tools' definitions,
+        # kept for the attempt's later model calls instead of being resolved again.
+        self._steady: tuple[Turn, tuple[ToolDefinition, ...]] | None = None
         spec = state.spec
         # Reported after each confirmed append, only when an adapter is configured.
         self._feed = feed if feed is not None and feed.active else None
@@ -494,7 +498,13 @@ class Attempt:
         # Resolved again before every model call: what a run may use can change between turns.
         spec = self.state.spec
         assert isinstance(spec, AgentSpec)
-        turn = await self._turn()
+        if self._steady is not None:
+            turn, definitions = self._steady
+        else:
+            turn = await self._turn()
+            definitions = tuple(tool.definition() for tool in turn.tools.values())
+            if turn.steady:
+                self._steady = (turn, definitions)
         self._resolved = turn.tools
         self._turn_resolved = True
         if turn.failure is not None:
@@ -504,7 +514,6 @@ class Attempt:
         dropped: list[Body] = [
             ToolsUnavailable(source=source, error=error) for source, error in turn.unavailable
         ]
-        definitions = tuple(tool.definition() for tool in self._resolved.values())
         # The end user's facts (AgentSpec.memory): listed in the request, recorded by id.
         facts, unrecalled = await recall_for(self.state, self.runtime.memory)
         dropped += unrecalled

@@ -148,11 +148,16 @@ class Turn:
         unavailable: ``(source, error)`` of each optional tool source that could not be
             reached: the turn goes on without its tools, and the log says so.
         failure: why a required tool source could not be reached: the turn cannot go on.
+        steady: whether every later turn of the same run, scope and allowed tools resolves
+            to these same tools: no tool source is listed (an MCP server or A2A peer may
+            change what it offers) and no policy narrows them (it may answer differently
+            later). An attempt reuses a steady turn instead of resolving it again.
     """
 
     tools: Mapping[str, ResolvedTool]
     unavailable: tuple[tuple[str, str], ...] = ()
     failure: str | None = None
+    steady: bool = False
 
 
 class ToolRegistry:
@@ -277,7 +282,8 @@ class ToolRegistry:
         The spec's tools that this registry can run (a code tool needs its function, a
         sandbox tool the sandbox), then only the names in `allowed` (a child run: the tools
         its parent could use), then only those `policy.narrow` keeps for `scope`. Resolved
-        again before every model call; a call to any other tool is refused and never runs.
+        again before every model call (an attempt keeps a `Turn.steady` one); a call to any
+        other tool is refused and never runs.
 
         For a workflow, the names are those its steps call (`psych_core.call_name`): its tool
         steps' tools (narrowed as above), ``agent:NAME`` and ``workflow:NAME`` for the child
@@ -383,7 +389,7 @@ class ToolRegistry:
             else []
         )
         if not sources:
-            return Turn(resolved, tuple(unavailable))
+            return Turn(resolved, tuple(unavailable), steady=policy is None)
         tools: dict[str, ResolvedTool] = {}
         for ref in spec.tools:
             if not isinstance(ref, McpServer | A2APeer):

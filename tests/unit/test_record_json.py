@@ -1,0 +1,150 @@
+"""`record_json` writes exactly the bytes `Record.model_dump_json` writes, for every body type,
+while serialising the body by its own class instead of through the body union."""
+
+from __future__ import annotations
+
+import datetime as dt
+import typing
+from decimal import Decimal
+
+import pytest
+
+from psych_core import (
+    ApprovalDecided,
+    ApprovalRequested,
+    AssistantMessage,
+    AttemptStarted,
+    Body,
+    ChildFinished,
+    ChildStarted,
+    CompactionFailed,
+    ConversationCompacted,
+    Cost,
+    ModelCallFailed,
+    ModelCallFinished,
+    Offloaded,
+    OutputRejected,
+    Record,
+    Resume,
+    RunAdmitted,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunSuspended,
+    Scope,
+    SignalIgnored,
+    SignalReceived,
+    StepsPlanned,
+    ToolCall,
+    ToolCallFailed,
+    ToolCallFinished,
+    ToolCallSettled,
+    ToolCallStarted,
+    ToolCallWaiting,
+    ToolsUnavailable,
+    Usage,
+    UserInput,
+    UserMessage,
+)
+from psych_core._workflow_events import EventTaken, ReplayOf, StateSet, StepCall, StepSettled
+from psych_core.ports import record_json
+from psych_core.ports._batch_checks import RecordFields
+
+CALL = ToolCall(call_id="2.0", name="lookup", arguments='{"id": "ü ☃ \\"q\\""}')
+TEXT = 'naïve ☃ 𝄞 "quoted" \\ \x00 </script>'
+
+BODIES: list[Body] = [
+    RunAdmitted(
+        agent="support",
+        spec_version="v1",
+        input=TEXT,
+        scope=Scope(tenant="acme", principal="ann", attributes={"plan": "pro", "n": "3"}),
+        parent_run_id="01PARENT",
+        parent_call_id="4.1",
+        allowed_tools=("lookup",),
+        breakpoints=("confirm",),
+        step_mode=True,
+        replay_of=ReplayOf(run_id="01OLD", from_step="confirm"),
+        continues="01BEFORE",
+        history=(UserMessage(TEXT), AssistantMessage("ok", (CALL,))),
+        queued=("later",),
+        history_tokens=120,
+        traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    ),
+    RunAdmitted(agent="a", spec_version="v", input="", scope=Scope(tenant="t")),
+    AttemptStarted(worker_id="w1"),
+    ModelCallFinished(
+        model="m",
+        text=TEXT,
+        tool_calls=(CALL,),
+        usage=Usage(input=5, output=3, cache_read=2, reasoning=1),
+        usage_source="provider",
+        cost=Cost(amount=Decimal("0.0000004"), source="snapshot", as_of=dt.date(2026, 1, 1)),
+        finish_reason="tool_calls",
+        recalled=("fact-1",),
+    ),
+    ModelCallFinished(model="m"),
+    ModelCallFailed(model="m", error="busy", status=429, retryable=True),
+    ToolCallStarted(call_id="2.0", name="lookup", safe_to_retry=True),
+    ToolCallStarted(call_id="2.0", name="lookup"),
+    ToolCallFinished(
+        call_id="2.0", result={"a": [1, 2.5, None, True, TEXT], "big": 2**70, "f": -0.0}
+    ),
+    ToolCallFinished(call_id="2.0", result=TEXT),
+    ToolCallFailed(call_id="2.0", reason="error", error=TEXT),
+    ToolCallSettled(call_id="2.0", note="timed out"),
+    ToolCallWaiting(call_id="2.0", note="later", due_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)),
+    ToolsUnavailable(source="mcp:files", error="down"),
+    ApprovalRequested(call_id="2.0", rule="always"),
+    ApprovalDecided(
+        number=1, call_id="2.0", approved=False, by="ana", reason="no", arguments={"id": 1}
+    ),
+    SignalReceived(number=2, key="resume:1", signal=Resume(payload={"x": [1]}, call_id="2.0")),
+    SignalReceived(number=3, key="input:1", signal=UserInput(text=TEXT, queue="follow_up")),
+    SignalReceived(number=4, key="input:2", signal=UserInput(text="steer")),
+    SignalIgnored(number=5, key="resume:2", reason="nothing waits"),
+    RunSuspended(reason="approval", calls=("2.0",)),
+    ChildStarted(call_id="2.1", child_run_id="01RUN-2.1"),
+    ChildFinished(call_id="2.1", child_run_id="01RUN-2.1", status="failed"),
+    OutputRejected(answer_seq=21, error="not JSON", try_number=1),
+    ConversationCompacted(kept_from=2, summary=TEXT, tokens=10, model="small"),
+    CompactionFailed(model="small", error="busy"),
+    StepsPlanned(
+        events=(
+            StepSettled(key="a", status="completed", output={"ok": 1}),
+            StateSet(key="b", values={"k": [1, "v"]}),
+            EventTaken(key="c", name="paid"),
+        ),
+        calls=(StepCall(call_id="step:a", name="lookup", arguments='{"id": 1}'),),
+        starts=1,
+    ),
+    RunCompleted(output={"answer": TEXT}),
+    RunCompleted(),
+    RunFailed(reason="max_turns", error=TEXT),
+    RunCancelled(reason="enough"),
+    Offloaded(body_type="tool_call_finished", tenant="acme", blob="blobs/1", size=10_000),
+]
+
+TIMES = [
+    dt.datetime(2026, 12, 5, 9, 30, 1, 123456, tzinfo=dt.UTC),
+    dt.datetime(2026, 12, 5, 9, 30, tzinfo=dt.UTC),
+    dt.datetime(2026, 12, 5, 9, 30, 1, 5, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30))),
+]
+
+
+def test_the_fields_are_the_records_own_in_its_order() -> None:
+    assert list(RecordFields.__annotations__) == list(Record.model_fields)
+
+
+def test_every_body_type_is_sampled() -> None:
+    union = typing.get_args(typing.get_args(Body)[0])
+    assert {type(body) for body in BODIES} == set(union)
+
+
+@pytest.mark.parametrize("at", TIMES, ids=["micro", "whole", "offset"])
+@pytest.mark.parametrize("body", BODIES, ids=lambda body: body.type)
+def test_the_bytes_are_model_dump_json_s(body: Body, at: dt.datetime) -> None:
+    record = Record(run_id="01RUN-é", seq=7, attempt=2, at=at, body=body)
+    written = record_json(record)
+    assert written == record.model_dump_json().encode()
+    assert Record.model_validate_json(written) == record
