@@ -7,8 +7,10 @@ When it does not answer, a test fails (never skips) with a message saying how to
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
+from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -50,3 +52,14 @@ async def drop_schema(schema: str, dsn: str | None = None) -> None:
         await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     finally:
         await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def fresh_schema() -> AsyncIterator[str]:
+    """A new schema's name, once the server answers; the schema is dropped afterwards."""
+    (await connect()).terminate()
+    name = new_schema()
+    try:
+        yield name
+    finally:
+        await drop_schema(name)

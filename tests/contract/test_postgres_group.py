@@ -22,7 +22,7 @@ from psych_core import (
 )
 from psych_store_postgres import PostgresStore
 from tests._pg_proxy import proxy_to
-from tests._postgres import connect, drop_schema, new_schema, test_dsn
+from tests._postgres import connect, fresh_schema, test_dsn
 from tests.contract.test_postgres_store import LEASE, RUNNING, admit, claimed, step
 
 pytestmark = pytest.mark.contract
@@ -30,12 +30,8 @@ pytestmark = pytest.mark.contract
 
 @pytest.fixture
 async def schema() -> AsyncIterator[str]:
-    (await connect()).terminate()
-    name = new_schema()
-    try:
+    async with fresh_schema() as name:
         yield name
-    finally:
-        await drop_schema(name)
 
 
 @pytest.fixture

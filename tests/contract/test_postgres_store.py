@@ -37,7 +37,7 @@ from psych_runtime.testing.store_contract import StoreContract
 from psych_store_postgres import SCHEMA_VERSION, PostgresStore
 from psych_store_postgres._schema import advisory_key
 from tests._pg_proxy import proxy_to
-from tests._postgres import connect, drop_schema, new_schema, test_dsn
+from tests._postgres import connect, drop_schema, fresh_schema, new_schema, test_dsn
 
 pytestmark = pytest.mark.contract
 
@@ -64,12 +64,8 @@ RUNNING = RunIndex(status="running")
 
 @pytest.fixture
 async def schema() -> AsyncIterator[str]:
-    (await connect()).terminate()
-    name = new_schema()
-    try:
+    async with fresh_schema() as name:
         yield name
-    finally:
-        await drop_schema(name)
 
 
 @pytest.fixture

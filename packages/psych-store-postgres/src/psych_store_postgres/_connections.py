@@ -43,6 +43,9 @@ log = logging.getLogger("psych_store_postgres")
 _FIRST_DELAY = 0.05
 _LAST_DELAY = 1.0
 
+HELD_FOR = 60.0
+"""Seconds a held connection may wait for its next operation before it goes back to the pool."""
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -78,6 +81,15 @@ def describe_dsn(dsn: str, schema: str) -> str:
     return f"{host}:{port}/{database} (schema {schema})"
 
 
+def _lendable(conn: Connection) -> bool:
+    """Whether `conn` is open, outside a transaction, and still lent by the pool (asyncpg
+    takes back a connection that broke)."""
+    try:
+        return not conn.is_closed() and not conn.is_in_transaction()
+    except asyncpg.InterfaceError:  # released: the pool has it back
+        return False
+
+
 async def _keep_session(conn: asyncpg.Connection) -> None:
     """The pool's reset: nothing to undo (see the module docstring)."""
 
@@ -92,6 +104,8 @@ class Connections:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening = asyncio.Lock()
         self._closed = False
+        self._held: list[tuple[Connection, float]] = []  # (connection, when it came back)
+        self._acquiring = 0  # operations waiting on the pool for a connection
 
     def _server_settings(self) -> dict[str, str]:
         # A claim or a deletion holds row locks inside a transaction: if the process stops
@@ -163,9 +177,7 @@ class Connections:
             problem: BaseException
             try:
                 pool = await self.pool()
-                # No timeout here: opening a connection has its own (connect_timeout), and a
-                # connection in use comes back within its statement's command_timeout.
-                conn = await pool.acquire()
+                conn = await self._take(pool)
             except StoreError:
                 raise
             except Exception as exc:
@@ -173,8 +185,11 @@ class Connections:
                     raise translate(self.where, what, exc) from exc
                 problem = exc
             else:
+                clean = False
                 try:
-                    return await op(conn, again)
+                    result = await op(conn, again)
+                    clean = True
+                    return result
                 except NotCommitted as exc:
                     problem = exc.cause
                 except (PsychError, Handoff):
@@ -201,13 +216,48 @@ class Connections:
                     else:
                         raise translate(self.where, what, exc) from exc
                 finally:
-                    await self._release(pool, conn)
+                    if clean and self._hold(conn, loop.time()):
+                        if (stale := self._stale(loop.time())) is not None:
+                            await self._release(pool, stale)
+                    else:
+                        await self._release(pool, conn)
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise unavailable(self.where, what, problem, self.settings.retry_for)
             log.info("Postgres store %s: %s waits for the database (%r)", self.where, what, problem)
             await asyncio.sleep(min(delay * random.uniform(0.5, 1.5), remaining))
             delay = min(delay * 2, _LAST_DELAY)
+
+    async def _take(self, pool: asyncpg.Pool) -> Connection:
+        """The connection held last, else one from the pool."""
+        while self._held:
+            conn, _ = self._held.pop()
+            if _lendable(conn):
+                return conn
+            await self._release(pool, conn)  # the pool replaces it (if it has not yet)
+        self._acquiring += 1
+        try:
+            # No timeout here: opening a connection has its own (connect_timeout), and a
+            # connection in use comes back within its statement's command_timeout.
+            return await pool.acquire()
+        finally:
+            self._acquiring -= 1
+
+    def _hold(self, conn: Connection, now: float) -> bool:
+        """Keep `conn` for the next operation; False when it must go back to the pool (the
+        store is closing, an operation waits on the pool, or it is not clean)."""
+        if self._closed or self._acquiring or not _lendable(conn):
+            return False
+        self._held.append((conn, now))
+        return True
+
+    def _stale(self, now: float) -> Connection | None:
+        """The least recently held connection, taken out, when it has waited `HELD_FOR`
+        seconds: the pool's to close when it stays idle."""
+        held = self._held
+        if len(held) > 1 and now - held[0][1] > HELD_FOR:
+            return held.pop(0)[0]
+        return None
 
     @staticmethod
     async def _release(pool: asyncpg.Pool, conn: Connection) -> None:
@@ -220,8 +270,11 @@ class Connections:
         """Close the pool: wait briefly for connections in use, then cut them."""
         self._closed = True
         pool, self._pool = self._pool, None
+        held, self._held = self._held, []
         if pool is None:
             return
+        for conn, _ in held:
+            await self._release(pool, conn)
         try:
             await asyncio.wait_for(pool.close(), timeout=10)
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):

@@ -1,0 +1,132 @@
+"""PostgresStore lends the connection an operation left clean to the next one without going
+through asyncpg's pool; these tests hold it to what the pool promised: nobody waits for a
+connection the store holds, a connection the server cut is never lent again, a transaction
+is never inherited, and closing the store leaves no session on the server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from psych_core import Batch
+from psych_store_postgres import PostgresStore
+from psych_store_postgres import _connections as _connections_module
+from psych_store_postgres._connections import Connection, Connections
+from tests._postgres import connect, fresh_schema, test_dsn
+from tests.contract.test_postgres_store import RUNNING, admit, claimed, step
+
+pytestmark = pytest.mark.contract
+
+
+@pytest.fixture
+async def schema() -> AsyncIterator[str]:
+    async with fresh_schema() as name:
+        yield name
+
+
+def _connections(store: PostgresStore) -> Connections:
+    return store._connections
+
+
+async def _sessions(application_name: str) -> list[int]:
+    """The server's sessions of that application name (their pids)."""
+    conn = await connect()
+    try:
+        rows = await conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = $1", application_name
+        )
+    finally:
+        await conn.close()
+    return [row["pid"] for row in rows]
+
+
+async def test_consecutive_appends_do_not_go_back_to_the_pool(
+    schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pool calls the store's reset for each connection given back to it.
+    given_back = 0
+
+    async def counted(_conn: asyncpg.Connection) -> None:
+        nonlocal given_back
+        given_back += 1
+
+    monkeypatch.setattr(_connections_module, "_keep_session", counted)
+    async with PostgresStore(test_dsn(), schema=schema, max_size=4) as store:
+        await store.migrate()
+        run_id, attempt = await claimed(store)
+        before = given_back
+        for seq in range(2, 12):
+            batch = Batch((step(run_id, seq, attempt),), f"b{seq}", RUNNING)
+            await store.append(run_id, attempt, batch)
+        assert given_back == before, "appends one after another went back to the pool"
+        records = await store.read(run_id)
+        assert [record.seq for record in records][-10:] == list(range(2, 12))
+
+
+async def test_callers_waiting_on_a_pool_of_one_are_all_served(schema: str) -> None:
+    async with PostgresStore(test_dsn(), schema=schema, min_size=1, max_size=1) as store:
+        await store.migrate()
+        run_ids = [await admit(store) for _ in range(3)]
+        # Forty reads at once through one connection: each that finishes while another
+        # waits on the pool hands the connection over instead of keeping it.
+        rows = await asyncio.wait_for(
+            asyncio.gather(*(store.get_run("t", run_ids[i % 3]) for i in range(40))), 30
+        )
+        assert [row.run_id for row in rows if row is not None] == [
+            run_ids[i % 3] for i in range(40)
+        ]
+
+
+async def test_a_held_connection_the_server_cut_is_not_lent_again(schema: str) -> None:
+    name = f"held-{uuid.uuid4().hex[:8]}"
+    async with PostgresStore(
+        test_dsn(), schema=schema, max_size=2, application_name=name, retry_for=5
+    ) as store:
+        await store.migrate()
+        run_id = await admit(store)
+        held = await _sessions(name)
+        assert held, "the store kept no session"
+        conn = await connect()
+        try:
+            for pid in held:
+                await conn.fetchval("SELECT pg_terminate_backend($1)", pid)
+        finally:
+            await conn.close()
+        row = await store.get_run("t", run_id)
+        assert row is not None and row.run_id == run_id
+        assert not set(held) & set(await _sessions(name)), "a cut session is still in use"
+
+
+async def test_a_transaction_left_open_is_never_inherited(schema: str) -> None:
+    async with PostgresStore(test_dsn(), schema=schema, max_size=1) as store:
+        await store.migrate()
+        connections = _connections(store)
+
+        async def leave_open(conn: Connection, _again: bool) -> int:
+            await conn.execute("BEGIN")
+            return int(await conn.fetchval("SELECT txid_current()"))
+
+        await connections.run("a transaction left open", leave_open, resend=False)
+
+        async def in_transaction(conn: Connection, _again: bool) -> bool:
+            return bool(conn.is_in_transaction())
+
+        assert not await connections.run("the next call", in_transaction, resend=False)
+
+
+async def test_closing_the_store_ends_every_session(schema: str) -> None:
+    name = f"held-{uuid.uuid4().hex[:8]}"
+    store = PostgresStore(test_dsn(), schema=schema, max_size=4, application_name=name)
+    await store.migrate()
+    await asyncio.gather(*(admit(store) for _ in range(8)))
+    assert await _sessions(name)
+    await asyncio.wait_for(store.close(), 5)
+    for _ in range(50):
+        if not await _sessions(name):
+            break
+        await asyncio.sleep(0.1)
+    assert await _sessions(name) == []
