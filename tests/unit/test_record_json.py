@@ -1,5 +1,6 @@
 """`record_json` writes exactly the bytes `Record.model_dump_json` writes, for every body type,
-while serialising the body by its own class instead of through the body union."""
+while serialising the body by its own class instead of through the body union; `made_record`
+(a record of the runtime's own parts, not validated again) is the validated record."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import typing
 from decimal import Decimal
 
 import pytest
+from pydantic import ValidationError
 
 from psych_core import (
     ApprovalDecided,
@@ -45,6 +47,7 @@ from psych_core import (
     Usage,
     UserInput,
     UserMessage,
+    made_record,
 )
 from psych_core._workflow_events import EventTaken, ReplayOf, StateSet, StepCall, StepSettled
 from psych_core.ports import record_json
@@ -148,3 +151,18 @@ def test_the_bytes_are_model_dump_json_s(body: Body, at: dt.datetime) -> None:
     written = record_json(record)
     assert written == record.model_dump_json().encode()
     assert Record.model_validate_json(written) == record
+
+
+@pytest.mark.parametrize("at", TIMES, ids=["micro", "whole", "offset"])
+@pytest.mark.parametrize("body", BODIES, ids=lambda body: body.type)
+def test_a_made_record_is_the_validated_one(body: Body, at: dt.datetime) -> None:
+    made = made_record("01RUN-é", 7, 2, at, body)
+    validated = Record(run_id="01RUN-é", seq=7, attempt=2, at=at, body=body)
+    assert made == validated
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert record_json(made) == record_json(validated)
+    assert made.model_dump() == validated.model_dump()
+    assert made.model_fields_set == validated.model_fields_set
+    assert made.model_copy(update={"seq": 8}) == validated.model_copy(update={"seq": 8})
+    with pytest.raises(ValidationError):
+        made.seq = 9  # type: ignore[misc]  # frozen, as the validated record is

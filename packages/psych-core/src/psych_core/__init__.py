@@ -112,6 +112,7 @@ from psych_core._records import (
     ToolFailureReason,
     ToolsUnavailable,
     attempts_exhausted,
+    made_record,
 )
 from psych_core._report import (
     Question,
@@ -459,6 +460,7 @@ __all__ = [
     "Offloaded",
     "OutputRejected",
     "Record",
+    "made_record",
     "RunAdmitted",
     "RunCancelled",
     "RunCompleted",

@@ -240,7 +240,7 @@ def _calls_action(state: RunState, now: dt.datetime) -> Action | None:
         # The common case between turns (or rounds): nothing below can apply.
         return None
     if "requested" in phases:
-        return StartCalls(tuple(c.call for c in phases["requested"]))
+        return StartCalls(tuple([c.call for c in phases["requested"]]))
     if "denied" in phases:
         return DenyCalls(tuple(phases["denied"]))
     if "approved" in phases:
@@ -248,12 +248,12 @@ def _calls_action(state: RunState, now: dt.datetime) -> Action | None:
     if "resumed" in phases:
         return FinishResumed(tuple(phases["resumed"]))
     started = phases.get("started", ())
-    orphans = tuple(c for c in started if (c.started_attempt or 0) < state.attempt)
+    orphans = tuple([c for c in started if (c.started_attempt or 0) < state.attempt])
     if orphans:
         retry = tuple(c.call for c in orphans if _safe_to_retry(state, c))
         return RetryCalls(retry) if retry else SettleCalls(tuple(c.call for c in orphans))
     if started:
-        return RunCalls(tuple(c.call for c in started))
+        return RunCalls(tuple([c.call for c in started]))
     if "child_ended" in phases:
         return CollectChildren(tuple(phases["child_ended"]))
     waiting = tuple(phases.get("waiting", ()))

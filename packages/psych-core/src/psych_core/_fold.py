@@ -307,7 +307,7 @@ def _model_finished(state: RunState, record: Record, body: ModelCallFinished) ->
         model_calls=state.model_calls + 1,
         turn_model_calls=state.turn_model_calls + 1,
         tool_calls=state.tool_calls + len(body.tool_calls),
-        calls=tuple(CallState(call) for call in body.tool_calls),
+        calls=tuple([CallState(call) for call in body.tool_calls]),
         last_text=body.text,
         last_model_seq=record.seq,
         answered=not body.tool_calls,
@@ -587,4 +587,6 @@ def _signal(state: RunState, record: Record, body: SignalReceived) -> RunState:
 
 
 def _with_call(state: RunState, new: CallState) -> tuple[CallState, ...]:
-    return tuple(new if old.call.call_id == new.call.call_id else old for old in state.calls)
+    # A list comprehension is inlined (PEP 709); a generator is a frame per call.
+    call_id = new.call.call_id
+    return tuple([new if old.call.call_id == call_id else old for old in state.calls])

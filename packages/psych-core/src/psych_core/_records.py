@@ -453,3 +453,20 @@ class Record(BaseModel):
     attempt: int = Field(ge=0)
     at: dt.datetime
     body: Body
+
+
+def made_record(run_id: str, seq: int, attempt: int, at: dt.datetime, body: Body) -> Record:
+    """A `Record` of parts the runtime has just made from validated ones (its state's run id,
+    seq and attempt, its clock's time, a body it built), without validating them again.
+
+    Equal to ``Record(...)`` of the same parts and serialised to the same bytes, at half its
+    cost; what `Record.model_construct` does, without its per-field loop (which costs more
+    than the validation it skips). Records read or received from outside are validated.
+    """
+    record = object.__new__(Record)
+    fields = {"run_id": run_id, "seq": seq, "attempt": attempt, "at": at, "body": body}
+    object.__setattr__(record, "__dict__", fields)
+    object.__setattr__(record, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record

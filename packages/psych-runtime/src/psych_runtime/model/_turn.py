@@ -78,13 +78,15 @@ def finished_record(
     request was given.
     """
     calls = tuple(
-        ToolCall(
-            call_id=f"{seq}.{index}",
-            name=call.name,
-            arguments=call.arguments,
-            provider_call_id=call.provider_call_id,
-        )
-        for index, call in enumerate(response.tool_calls)
+        [
+            ToolCall(
+                call_id=f"{seq}.{index}",
+                name=call.name,
+                arguments=call.arguments,
+                provider_call_id=call.provider_call_id,
+            )
+            for index, call in enumerate(response.tool_calls)
+        ]
     )
     return ModelCallFinished(
         model=response.model,

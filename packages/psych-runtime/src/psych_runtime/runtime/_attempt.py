@@ -58,6 +58,7 @@ from psych_core import (
     WorkflowTool,
     fold,
     fold_all,
+    made_record,
     next_action,
     parse_call_id,
     receive,
@@ -359,14 +360,9 @@ class Attempt:
         """Fold `bodies` into the state and hold them for the next commit."""
         at = self.clock.now()
         for body in map(self._redactor.body, bodies):
-            record = Record(
-                run_id=self.state.run_id,
-                seq=self.state.next_seq,
-                attempt=self.state.attempt,
-                at=at,
-                body=body,
-            )
-            self.state = fold(self.state, record)
+            state = self.state
+            record = made_record(state.run_id, state.next_seq, state.attempt, at, body)
+            self.state = fold(state, record)
             self._staged.append(record)
 
     async def _commit(self) -> bool:
