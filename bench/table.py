@@ -116,9 +116,10 @@ def scale_out(figures: Figures) -> str | None:
     where the store has no scale-out figures.
 
     Growth stops at the first count of processes that does not beat the one before (or it
-    grows to 4). The host's CPU busy share there says why: at `SATURATED_BUSY` or more, the
-    host had no CPU left for another worker or for the database; below it, the database (or
-    contention in it) held runs/s back.
+    grows to 4). The host's CPU busy share at that count (the processes that did not gain)
+    says why: at `SATURATED_BUSY` or more, the added worker found no CPU left, the host's cores
+    being shared by the workers and the database; below it, the database (or contention in it)
+    held runs/s back.
     """
     counts = (1, 2, 4)
     rates = [
@@ -140,18 +141,21 @@ def scale_out(figures: Figures) -> str | None:
     if stop is None:
         return f"grows to 4 worker processes ({measured})"
     last = stop - 1  # the most processes that still gained
-    share = busy[last]
+    share = busy[stop]
     if share is None:
         why = "the host's CPU was not measured"
     elif share >= SATURATED_BUSY:
-        why = f"the host's CPU was {share:.0%} busy already: saturated on the host's CPU"
+        why = f"the host's CPU was {share:.0%} busy: saturated on the host's CPU"
     else:
         why = (
-            f"the host's CPU was {share:.0%} busy, so not the host's CPU: the database (its "
-            "commits or its locks) held it back"
+            f"the host's CPU was only {share:.0%} busy, so not the host's CPU: the database "
+            "(its commits or its locks) held it back"
         )
     plural = "es" if counts[last] > 1 else ""
-    return f"stops growing after {counts[last]} worker process{plural}, where {why} ({measured})"
+    return (
+        f"stops growing after {counts[last]} worker process{plural}: with {counts[stop]}, "
+        f"{why} ({measured})"
+    )
 
 
 def machine() -> str:

@@ -44,25 +44,30 @@ async def _sessions(application_name: str) -> list[int]:
     return [row["pid"] for row in rows]
 
 
-async def test_consecutive_appends_do_not_go_back_to_the_pool(
-    schema: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The pool calls the store's reset for each connection given back to it.
-    given_back = 0
+@pytest.fixture
+def given_back(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many connections went back to the pool, counted by the reset the pool calls for
+    each (one element, kept up to date)."""
+    count = [0]
 
     async def counted(_conn: asyncpg.Connection) -> None:
-        nonlocal given_back
-        given_back += 1
+        count[0] += 1
 
     monkeypatch.setattr(_connections_module, "_keep_session", counted)
+    return count
+
+
+async def test_consecutive_appends_do_not_go_back_to_the_pool(
+    schema: str, given_back: list[int]
+) -> None:
     async with PostgresStore(test_dsn(), schema=schema, max_size=4) as store:
         await store.migrate()
         run_id, attempt = await claimed(store)
-        before = given_back
+        before = given_back[0]
         for seq in range(2, 12):
             batch = Batch((step(run_id, seq, attempt),), f"b{seq}", RUNNING)
             await store.append(run_id, attempt, batch)
-        assert given_back == before, "appends one after another went back to the pool"
+        assert given_back[0] == before, "appends one after another went back to the pool"
         records = await store.read(run_id)
         assert [record.seq for record in records][-10:] == list(range(2, 12))
 
@@ -130,3 +135,23 @@ async def test_closing_the_store_ends_every_session(schema: str) -> None:
             break
         await asyncio.sleep(0.1)
     assert await _sessions(name) == []
+
+
+async def test_connections_idle_for_a_while_go_back_to_the_pool(
+    schema: str, given_back: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_connections_module, "HELD_FOR", 0.2)
+    async with PostgresStore(test_dsn(), schema=schema, max_size=4) as store:
+        await store.migrate()
+        run_id = await admit(store)
+        await asyncio.gather(*(store.get_run("t", run_id) for _ in range(8)))
+        held = len(_connections(store)._held)
+        assert held >= 1
+        before = given_back[0]
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            if not _connections(store)._held:
+                break
+        assert _connections(store)._held == []
+        assert given_back[0] - before == held, "the idle connections did not go back to the pool"
+        assert await store.get_run("t", run_id) is not None  # and the store goes on

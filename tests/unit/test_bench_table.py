@@ -62,19 +62,21 @@ def test_the_table_carries_every_figure_and_the_verdicts() -> None:
 def test_scale_out_says_where_growth_stops_and_whether_the_host_cpu_was_full() -> None:
     saturated = table.scale_out(table.figures_of(POSTGRES))
     assert saturated == (
-        "stops growing after 1 worker process, where the host's CPU was 97% busy already: "
+        "stops growing after 1 worker process: with 2, the host's CPU was 99% busy: "
         "saturated on the host's CPU (1: 120 runs/s, host CPU 97% busy, workers 0.95 cores; "
         "2: 110 runs/s, host CPU 99% busy, workers 1.30 cores; 4: 90 runs/s, host CPU 100% "
         "busy, workers 1.40 cores)"
     )
-    idle_host = POSTGRES.replace("runs_per_s_2p=110.0", "runs_per_s_2p=200.0").replace(
-        "host_busy_2p=0.99", "host_busy_2p=0.60"
+    idle_host = (
+        POSTGRES.replace("runs_per_s_2p=110.0", "runs_per_s_2p=200.0")
+        .replace("host_busy_2p=0.99", "host_busy_2p=0.60")
+        .replace("host_busy_4p=1.00", "host_busy_4p=0.65")
     )
     held = table.scale_out(table.figures_of(idle_host))
     assert held is not None
     assert held.startswith(
-        "stops growing after 2 worker processes, where the host's CPU was 60% busy, so not "
-        "the host's CPU: the database"
+        "stops growing after 2 worker processes: with 4, the host's CPU was only 65% busy, "
+        "so not the host's CPU: the database"
     )
     growing = idle_host.replace("runs_per_s_4p=90.0", "runs_per_s_4p=300.0")
     assert (table.scale_out(table.figures_of(growing)) or "").startswith(
