@@ -131,7 +131,7 @@ async def _start(
     if await table.conn.transact(items) is not None:
         return None  # another claimer won, or the run changed since it was read
     table.hints.put(run.run_id, row.created_text, run.inbox_last)
-    return Claim(run.run_id, run.tenant, attempt, expires, record)
+    return Claim(run.run_id, run.tenant, attempt, expires, record, run.inbox_last)
 
 
 async def _exhaust(table: Table, row: Row, max_attempts: int, now: dt.datetime) -> bool:

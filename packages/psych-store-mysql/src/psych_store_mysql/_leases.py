@@ -20,6 +20,7 @@ stay one round trip.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 from psych_core import Claim, LeaseLost, Record, RenewResult, RunNotFound
@@ -38,7 +39,7 @@ from psych_store_mysql._literals import (
 from psych_store_mysql._reads import NOT_FINAL
 from psych_store_mysql._transaction import commit, unexpected
 
-_CANDIDATE = "run_id, tenant, attempt, next_seq, claims, UTC_TIMESTAMP(6)"
+_CANDIDATE = "run_id, tenant, attempt, next_seq, claims, inbox_last, UTC_TIMESTAMP(6)"
 _ONE_MICROSECOND = dt.timedelta(microseconds=1)
 
 
@@ -96,12 +97,13 @@ async def claim(
     identifier(worker_id, "worker id")  # refused before anything is sent
     rows = _taken(run_id, await conn.batch(f"START TRANSACTION;\n{_take(run_id)}"))
     while rows:
-        found, tenant, attempts, next_seq, claims, now = rows[0]
+        found, tenant, attempts, next_seq, claims, inbox_last, now = rows[0]
         found, at = decode(found), from_stamp(now)
         if claims < max_attempts:
-            return await _start(
+            claim = await _start(
                 conn, found, decode(tenant), attempts + 1, next_seq, worker_id, at, lease
             )
+            return replace(claim, inbox_last=int(inbox_last))
         failed = exhausted_record(found, next_seq, attempts, at, claims, max_attempts)
         exhaust = (
             f"{_insert_record(failed)};\n"

@@ -89,7 +89,8 @@ async def _take(
         started = started_record(found, seq, attempt, now, worker_id)
         body = record_json(started)
         await conn.execute(sql.claim_start, found, attempt, worker_id, expires, seq, now, body)
-        return Claim(found, row["tenant"], attempt, expires, started), body
+        claim = Claim(found, row["tenant"], attempt, expires, started, row["inbox_last"])
+        return claim, body
 
 
 async def renew(

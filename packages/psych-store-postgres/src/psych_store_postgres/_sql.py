@@ -268,7 +268,8 @@ class Sql:
             # under the statement (PostgreSQL re-checks the newest version), so the new attempt
             # starts after every record the old one managed to write.
             claim_pick_any=f"""
-                SELECT run_id, tenant, attempt, claims, next_seq, clock_timestamp() AS now
+                SELECT run_id, tenant, attempt, claims, next_seq, inbox_last,
+                    clock_timestamp() AS now
                 FROM {s}.runs
                 WHERE run_id = coalesce(
                     (SELECT run_id FROM {s}.runs
@@ -283,7 +284,8 @@ class Sql:
             # One given run: wait for a racing claimer instead of skipping it, then look again
             # at the row it left (so the loser sees the lease and takes nothing).
             claim_pick_one=f"""
-                SELECT run_id, tenant, attempt, claims, next_seq, clock_timestamp() AS now
+                SELECT run_id, tenant, attempt, claims, next_seq, inbox_last,
+                    clock_timestamp() AS now
                 FROM {s}.runs
                 WHERE run_id = $1 AND runnable_at <= statement_timestamp()
                     AND status NOT IN {FINAL}

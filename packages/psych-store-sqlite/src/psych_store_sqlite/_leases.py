@@ -14,7 +14,7 @@ from psych_store_sqlite._append import INSERT_RECORD
 from psych_store_sqlite._reads import FINAL, NOT_FINAL
 from psych_store_sqlite._time import NEVER_BEFORE_MICROS, from_micros, now_micros
 
-_CANDIDATE = "SELECT run_id, tenant, attempt, next_seq, claims FROM psych_runs WHERE "
+_CANDIDATE = "SELECT run_id, tenant, attempt, next_seq, claims, inbox_last FROM psych_runs WHERE "
 
 # A run whose lease expired (it still names its owner: its worker died with it started) comes
 # first. Leased runs never hold the "at once" time, so the range above it on the partial index
@@ -53,13 +53,14 @@ def claim(
             row = conn.execute(_ONE, (run_id, now, *FINAL)).fetchone()
         if row is None:
             return None
-        found, tenant, attempt, seq, claims = row
+        found, tenant, attempt, seq, claims, inbox_last = row
         if claims >= max_attempts:
             _exhaust(conn, found, attempt, claims, seq, max_attempts, now)
             if run_id is not None:
                 return None
             continue
-        return _start(conn, found, tenant, attempt + 1, seq, worker_id, now, now + ttl)
+        lease = (now, now + ttl)
+        return _start(conn, found, tenant, attempt + 1, seq, worker_id, lease, inbox_last)
 
 
 def _start(
@@ -69,13 +70,15 @@ def _start(
     attempt: int,
     seq: int,
     worker_id: str,
-    now: int,
-    expires: int,
+    lease: tuple[int, int],
+    inbox_last: int,
 ) -> Claim:
+    """Start the attempt; `lease` is (now, its expiry), in microseconds."""
+    now, expires = lease
     record = started_record(run_id, seq, attempt, from_micros(now), worker_id)
     conn.execute(INSERT_RECORD, (run_id, seq, attempt, None, record.model_dump_json()))
     conn.execute(_START, (attempt, worker_id, expires, expires, seq + 1, now, run_id))
-    return Claim(run_id, tenant, attempt, from_micros(expires), record)
+    return Claim(run_id, tenant, attempt, from_micros(expires), record, inbox_last)
 
 
 def _exhaust(

@@ -127,6 +127,10 @@ class Claim:
 
     Attributes:
         record: the `AttemptStarted` the claim wrote.
+        inbox_last: the run's last inbox entry number as the claim found it (0: none), so
+            that an attempt with nothing new in its inbox need not read it; None when the
+            store does not say, and the attempt reads the inbox first. The store contract
+            checks that a store's claim says it exactly.
     """
 
     run_id: str
@@ -134,6 +138,7 @@ class Claim:
     attempt: int
     lease_expires_at: dt.datetime
     record: Record
+    inbox_last: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -298,7 +298,7 @@ class MemoryStore(Store):
             updated_at=now,
             claims=row.claims + 1,
         )
-        return Claim(row.run_id, row.tenant, attempt, expires, record)
+        return Claim(row.run_id, row.tenant, attempt, expires, record, row.inbox_last)
 
     def _exhaust(self, run: _Run, max_attempts: int, now: dt.datetime) -> None:
         row = run.row

@@ -130,7 +130,11 @@ class Attempt:
         resend_for: float = 10.0,
         feed: TelemetryFeed | None = None,
         appends: Appender | None = None,
+        inbox_last: int | None = None,
     ) -> None:
+        """`inbox_last` is the run's last inbox entry number as its claim found it
+        (`Claim.inbox_last`): when the log has taken in every entry up to it, the attempt does
+        not read the inbox before its first decision. None: it reads it."""
         if state.spec is None or state.admitted is None:
             raise ValueError(f"run {state.run_id}: an attempt needs the state folded with its spec")
         self.store = store
@@ -150,7 +154,8 @@ class Attempt:
         self._commit_lock = asyncio.Lock()
         self._validated: dict[str, dict[str, Any]] = {}
         self._timed_out_children: dict[str, str] = {}
-        self.inbox_last = 0
+        self.inbox_last = 0 if inbox_last is None else inbox_last
+        self._read_inbox_first = inbox_last is None
         # Set while calls run: the lease heartbeat resolves it when new inbox entries exist.
         self._heard: asyncio.Future[None] | None = None
         # Known secret values are redacted from every body before it is folded or recorded;
@@ -184,7 +189,8 @@ class Attempt:
         When `should_stop` turns true (the worker drains), the attempt commits what it has
         decided, releases its lease before the next effect, and returns with `stopped` set.
         """
-        await self._move_inbox()
+        if self._read_inbox_first:
+            await self._move_inbox()
         while True:
             if self.inbox_last > self.state.inbox_seen:
                 await self._move_inbox()

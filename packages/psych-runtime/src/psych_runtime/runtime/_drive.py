@@ -174,6 +174,7 @@ async def _execute(
         resend_for=ttl.total_seconds() / 2,
         feed=feed,
         appends=appends,
+        inbox_last=claim.inbox_last,
     )
     lease.on_renew = attempt.heard
     return await with_lease(lease, attempt.run(), every=runtime.leases.every)

@@ -16,6 +16,7 @@ from psych_core import (
     RunIndex,
     RunNotFound,
     Store,
+    UserInput,
 )
 from psych_runtime.testing._contract_harness import (
     AFTER_SHORT_LEASE,
@@ -59,6 +60,25 @@ class ClaimContract(StoreHarness):
         )
         assert row.lease_expires_at == claim.lease_expires_at
         assert row.runnable_at == claim.lease_expires_at, "runnable_at is the lease expiry"
+
+    async def test_the_claim_says_the_last_inbox_entry_it_found(self, store: Store) -> None:
+        # An attempt whose claim says its inbox holds nothing new does not read it first.
+        run_id = await self.admit(store)
+        first = await store.claim("worker-1", LEASE)
+        assert first is not None
+        assert first.run_id == run_id
+        assert first.inbox_last == 0, "a run nobody signalled: its claim must say 0"
+        await store.signal(TENANT, run_id, UserInput(text="one"), "key-1")
+        await store.signal(TENANT, run_id, UserInput(text="two"), "key-2")
+        await store.release(run_id, first.attempt)
+        again = await store.claim("worker-2", LEASE, run_id=run_id)
+        assert again is not None
+        assert again.inbox_last == 2, "the claim must say the last inbox entry it found"
+        await store.signal(TENANT, run_id, UserInput(text="three"), "key-3")
+        await store.release(run_id, again.attempt)
+        third = await store.claim("worker-3", LEASE)
+        assert third is not None
+        assert third.inbox_last == 3
 
     async def test_nothing_runnable_claims_nothing(self, store: Store) -> None:
         assert await store.claim("worker-1", LEASE) is None
