@@ -20,7 +20,6 @@ stay one round trip.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import replace
 from typing import Any
 
 from psych_core import Claim, LeaseLost, Record, RenewResult, RunNotFound
@@ -100,10 +99,11 @@ async def claim(
         found, tenant, attempts, next_seq, claims, inbox_last, now = rows[0]
         found, at = decode(found), from_stamp(now)
         if claims < max_attempts:
-            claim = await _start(
-                conn, found, decode(tenant), attempts + 1, next_seq, worker_id, at, lease
+            tenant = decode(tenant)
+            inbox = int(inbox_last)
+            return await _start(
+                conn, found, tenant, attempts + 1, next_seq, worker_id, at, lease, inbox
             )
-            return replace(claim, inbox_last=int(inbox_last))
         failed = exhausted_record(found, next_seq, attempts, at, claims, max_attempts)
         exhaust = (
             f"{_insert_record(failed)};\n"
@@ -139,6 +139,7 @@ async def _start(
     worker_id: str,
     now: dt.datetime,
     lease: dt.timedelta,
+    inbox_last: int,
 ) -> Claim:
     record = started_record(run_id, seq, attempt, now, worker_id)
     expires = now + lease
@@ -153,7 +154,7 @@ async def _start(
     )
     what = f"run {run_id}: the claim of attempt {attempt} by {worker_id} (seq {seq})"
     await commit(conn, _unwritten(what, answers))
-    return Claim(run_id, tenant, attempt, expires, record)
+    return Claim(run_id, tenant, attempt, expires, record, inbox_last)
 
 
 async def renew(conn: Connection, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:

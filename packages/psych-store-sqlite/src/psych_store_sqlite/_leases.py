@@ -59,8 +59,7 @@ def claim(
             if run_id is not None:
                 return None
             continue
-        lease = (now, now + ttl)
-        return _start(conn, found, tenant, attempt + 1, seq, worker_id, lease, inbox_last)
+        return _start(conn, found, tenant, attempt + 1, seq, worker_id, now, now + ttl, inbox_last)
 
 
 def _start(
@@ -70,11 +69,10 @@ def _start(
     attempt: int,
     seq: int,
     worker_id: str,
-    lease: tuple[int, int],
+    now: int,
+    expires: int,
     inbox_last: int,
 ) -> Claim:
-    """Start the attempt; `lease` is (now, its expiry), in microseconds."""
-    now, expires = lease
     record = started_record(run_id, seq, attempt, from_micros(now), worker_id)
     conn.execute(INSERT_RECORD, (run_id, seq, attempt, None, record.model_dump_json()))
     conn.execute(_START, (attempt, worker_id, expires, expires, seq + 1, now, run_id))
