@@ -6,6 +6,9 @@ The model decides from the conversation alone, so any worker process can serve a
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
+
+from pydantic import JsonValue
 
 from psych_runtime import AgentSpec, CodeTool, ModelRef, Scope, Usage, dispatch
 from psych_runtime.ports import (
@@ -41,6 +44,24 @@ async def admit_runs(store: Store, runs: int, calls: int) -> None:
 async def step(index: int) -> dict[str, int]:
     """One unit of work."""
     return {"index": index, "done": 1}
+
+
+def step_returning(result_bytes: int) -> Callable[[int], Awaitable[dict[str, JsonValue]]]:
+    """A `step` tool whose result is about `result_bytes` of JSON (rows of a listing, as a
+    search or a database tool returns), for what a step costs with a result of that size;
+    0: `step` itself."""
+    row_bytes = len(json.dumps(_row(0)))
+    rows: list[JsonValue] = [_row(n) for n in range(result_bytes // row_bytes)]
+
+    async def step(index: int) -> dict[str, JsonValue]:
+        """One unit of work."""
+        return {"index": index, "done": 1, "rows": rows} if rows else {"index": index, "done": 1}
+
+    return step
+
+
+def _row(n: int) -> JsonValue:
+    return {"id": n, "name": f"item {n}", "price": n * 1.5, "tags": ["a", "b"], "in_stock": True}
 
 
 class StepModel:

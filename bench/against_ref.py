@@ -1,6 +1,6 @@
 """The per-step cost of this checkout against an earlier commit's, measured side by side.
 
-    python -m bench.against_ref --ref REV --store memory [--rounds 5]
+    python -m bench.against_ref --ref REV --store memory [--rounds 5] [--result-bytes N]
 
 A refactor must not make a durable step dearer. This checks out `REV` into a temporary git
 worktree and runs this checkout's `bench.durable_steps` against that tree's packages and against
@@ -29,12 +29,13 @@ PER_STEP = re.compile(r"per_step_ms=([0-9.]+)")
 CPU = re.compile(r"cpu_us_per_step=([0-9.]+)")
 
 
-def _per_step(tree: Path, store: str, runs: int) -> tuple[float, float]:
+def _per_step(tree: Path, store: str, runs: int, result_bytes: int) -> tuple[float, float]:
     """(ms, CPU us) per durable step with `tree`'s packages, measured by this checkout's code."""
     sources = [str(path) for path in sorted((tree / "packages").glob("*/src"))]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sources])}
     command = [sys.executable, "-m", "bench.durable_steps", "--store", store, "--rounds", "1"]
     command += ["--runs", str(runs), "--claims", "5", "--long", "100"]
+    command += ["--result-bytes", str(result_bytes)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     ms, cpu = PER_STEP.search(done.stdout), CPU.search(done.stdout)
     if done.returncode != 0 or ms is None or cpu is None:
@@ -48,6 +49,9 @@ def main() -> None:
     parser.add_argument("--store", default="memory")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument(
+        "--result-bytes", type=int, default=0, help="JSON bytes of each tool result (0: a few)"
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="psych-bench-ref-") as folder:
         tree = Path(folder) / "ref"
@@ -63,7 +67,7 @@ def main() -> None:
                 # Alternate which side goes first, so neither always runs on a warmer machine.
                 sides = [(tree, ref_ms), (ROOT, here_ms)]
                 for side, into in sides if round_number % 2 == 0 else reversed(sides):
-                    into.append(_per_step(side, options.store, options.runs))
+                    into.append(_per_step(side, options.store, options.runs, options.result_bytes))
                 (ref_step, ref_cpu), (here_step, here_cpu) = ref_ms[-1], here_ms[-1]
                 print(
                     f"round {round_number + 1}: ref {ref_step:.3f} ms {ref_cpu:.1f} us CPU, "

@@ -1,6 +1,6 @@
 """What a durable step costs, against the raw floor of the same store, measured in one run.
 
-    python -m bench.durable_steps --store memory|sqlite|postgres|mysql|dynamodb
+    python -m bench.durable_steps --store memory|sqlite|postgres|mysql|dynamodb [--result-bytes N]
 
 A run of the benchmark agent makes 10 tool calls, one per model turn, then answers: 21 durable
 steps (11 model turns, each committed with the starts of its calls or with the run's end, and
@@ -9,6 +9,8 @@ steps (11 model turns, each committed with the starts of its calls or with the r
 DynamoDB), on the same server. The step, the floor and a bare `store.append` (no runtime
 around it: what the store itself costs) are measured in alternating rounds (`--rounds`), and
 each is the median over the rounds, so load from elsewhere on the machine moves them alike.
+Each tool result is a few bytes of JSON; `--result-bytes N` makes the per-step measure's
+results about N bytes (rows of a listing), for what a step costs with real tools' results.
 The claim latency is the time from `dispatch` to the first record an idle worker writes (its
 `AttemptStarted`), with the worker in its own process polling once a second, so what wakes it
 is the store's notification (or its polling, where it has none).
@@ -69,7 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import _host_cpu as host_cpu
-from bench._agent import SCOPE, StepModel, admit_runs, bench_spec, step
+from bench._agent import SCOPE, StepModel, admit_runs, bench_spec, step, step_returning
 from bench._cpu import calibration_us
 from bench._recovery import Recovery, recovery_behind_queue
 from bench._stores import bench_url, count_appends, discard, floor_ms, floor_runs_per_s, fresh_store
@@ -90,15 +92,19 @@ SCALE_OUT_RUNS = 320
 """Runs the worker processes of the scale-out measure share: more than 4 processes hold."""
 
 
-async def per_step(url: str, runs: int, calls: int) -> tuple[float, float, float]:
+async def per_step(
+    url: str, runs: int, calls: int, result_bytes: int = 0
+) -> tuple[float, float, float]:
     """(ms per durable step, steps per run, CPU microseconds per step) for `runs` runs driven
-    one at a time. The CPU is this process's (`time.process_time`): the runtime's own, and the
-    store client's; on the memory store, the runtime's alone."""
+    one at a time, each tool result about `result_bytes` of JSON (0: a few bytes). The CPU is
+    this process's (`time.process_time`): the runtime's own, and the store client's; on the
+    memory store, the runtime's alone."""
     async with fresh_store(url) as store:
         await admit_runs(store, runs, calls)
         stamps: list[float] = []
         count_appends(store, stamps)
-        worker = Worker(store, Runtime(model=StepModel(calls), tools=[step]), poll_interval=0.01)
+        runtime = Runtime(model=StepModel(calls), tools=[step_returning(result_bytes)])
+        worker = Worker(store, runtime, poll_interval=0.01)
         started, cpu = time.perf_counter(), time.process_time()
         await worker.run_until_idle()
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -355,6 +361,12 @@ async def main() -> None:
         "--rounds", type=int, default=5, help="alternating rounds of step, floor and append"
     )
     parser.add_argument("--calls", type=int, default=10, help="tool calls per run")
+    parser.add_argument(
+        "--result-bytes",
+        type=int,
+        default=0,
+        help="JSON bytes of each tool result in the per-step measure (0: a few bytes)",
+    )
     parser.add_argument("--long", type=int, default=1000, help="turns of the long run")
     parser.add_argument("--claims", type=int, default=50, help="trials of the claim latency")
     parser.add_argument(
@@ -384,7 +396,7 @@ async def main() -> None:
             for index in range(rounds):
                 calibrations.append(calibration_us())
                 one_step, steps, one_cpu = await per_step(
-                    url(f"steps{index}"), per_round, args.calls
+                    url(f"steps{index}"), per_round, args.calls, args.result_bytes
                 )
                 cpus.append(one_cpu)
                 count = int(per_round * steps)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime as dt
+import json
 import threading
 from typing import Any
 
@@ -270,6 +273,30 @@ async def test_pydantic_results_are_recorded_as_json() -> None:
         log = await psych_runtime.read_log(s.store, view.run_id)
     finished = next(r.body for r in log if isinstance(r.body, ToolCallFinished))
     assert finished.result == {"id": "A1", "total": 9.5}
+
+
+async def test_a_result_is_recorded_as_the_json_the_model_was_told_and_read_back() -> None:
+    # Converted once (`json_result`) and recorded without a second validation: what the
+    # attempt folded is what the log reads back, tuples and dates made JSON alike.
+    @dataclasses.dataclass
+    class Slot:
+        day: dt.date
+        hours: tuple[int, ...]
+
+    async def free_slots() -> list[Slot]:
+        """Free slots."""
+        return [Slot(dt.date(2026, 12, 6), (9, 10)), Slot(dt.date(2026, 12, 7), ())]
+
+    model = FakeModel().turn(tool_calls=[("free_slots", {})]).turn(text="ok")
+    async with psych_runtime.session(model, tools=[free_slots]) as s:
+        view = await s.ask(make_spec(CodeTool(name="free_slots")), "?")
+        log = await psych_runtime.read_log(s.store, view.run_id)
+    expected = [{"day": "2026-12-06", "hours": [9, 10]}, {"day": "2026-12-07", "hours": []}]
+    finished = next(r.body for r in log if isinstance(r.body, ToolCallFinished))
+    assert finished.result == expected
+    told = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert [json.loads(m.content) for m in told] == [expected]
+    assert view.status == "completed"
 
 
 async def test_a_model_error_fails_the_run_and_records_the_failure() -> None:

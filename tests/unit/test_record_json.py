@@ -1,15 +1,16 @@
 """`record_json` writes exactly the bytes `Record.model_dump_json` writes, for every body type,
 while serialising the body by its own class instead of through the body union; `made_record`
-(a record of the runtime's own parts, not validated again) is the validated record."""
+(a record of the runtime's own parts, not validated again) is the validated record, and
+`finished_call` (a tool's result made JSON, not validated again) the validated body."""
 
 from __future__ import annotations
 
 import datetime as dt
-import typing
 from decimal import Decimal
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
 
 from psych_core import (
     ApprovalDecided,
@@ -47,11 +48,13 @@ from psych_core import (
     Usage,
     UserInput,
     UserMessage,
+    finished_call,
     made_record,
 )
 from psych_core._workflow_events import EventTaken, ReplayOf, StateSet, StepCall, StepSettled
 from psych_core.ports import record_json
 from psych_core.ports._batch_checks import RecordFields
+from tests._bodies import BODY_TYPES
 
 CALL = ToolCall(call_id="2.0", name="lookup", arguments='{"id": "ü ☃ \\"q\\""}')
 TEXT = 'naïve ☃ 𝄞 "quoted" \\ \x00 </script>'
@@ -140,8 +143,7 @@ def test_the_fields_are_the_records_own_in_its_order() -> None:
 
 
 def test_every_body_type_is_sampled() -> None:
-    union = typing.get_args(typing.get_args(Body)[0])
-    assert {type(body) for body in BODIES} == set(union)
+    assert {type(body) for body in BODIES} == set(BODY_TYPES)
 
 
 @pytest.mark.parametrize("at", TIMES, ids=["micro", "whole", "offset"])
@@ -166,3 +168,45 @@ def test_a_made_record_is_the_validated_one(body: Body, at: dt.datetime) -> None
     assert made.model_copy(update={"seq": 8}) == validated.model_copy(update={"seq": 8})
     with pytest.raises(ValidationError):
         made.seq = 9  # type: ignore[misc]  # frozen, as the validated record is
+
+
+class _Order(BaseModel):
+    id: str
+    total: Decimal
+    at: dt.datetime
+
+
+RESULTS: list[object] = [
+    None,
+    True,
+    0,
+    -(2**70),
+    1.5e-7,
+    float("inf"),
+    TEXT,
+    [],
+    {},
+    {TEXT: [TEXT, {"nested": [1, 2.5, None, False]}], "": ""},
+    (1, "two", (3,)),
+    {3: "a key that is a number", "set": frozenset({"x"})},
+    _Order(id="A1", total=Decimal("9.50"), at=TIMES[0]),
+    [_Order(id=str(n), total=Decimal(n), at=TIMES[1]) for n in range(40)],
+]
+
+
+@pytest.mark.parametrize("result", RESULTS, ids=lambda result: type(result).__name__)
+def test_a_finished_call_is_the_validated_body(result: object) -> None:
+    value = to_jsonable_python(result)  # what the attempt records: `json_result`'s value
+    made = finished_call("2.0", value)
+    validated = ToolCallFinished(call_id="2.0", result=value)
+    assert made == validated
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert made.model_dump() == validated.model_dump()
+    assert made.model_fields_set == validated.model_fields_set
+    record = made_record("01RUN", 3, 1, TIMES[0], made)
+    assert record_json(record) == record_json(made_record("01RUN", 3, 1, TIMES[0], validated))
+    assert made.model_copy(update={"call_id": "2.1"}) == validated.model_copy(
+        update={"call_id": "2.1"}
+    )
+    with pytest.raises(ValidationError):
+        made.call_id = "9.9"  # type: ignore[misc]  # frozen, as the validated body is

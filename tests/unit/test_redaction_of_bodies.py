@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, JsonValue
 
-import psych_core
 from psych_runtime import Cost, EnvSecretResolver, Scope, Usage
 from psych_runtime.model.egress import Redactor, redaction_mark
 from psych_runtime.model.egress._redact import MIN_SECRET_LENGTH
@@ -62,6 +61,7 @@ from psych_runtime.records import (
     ToolCallWaiting,
     UserInput,
 )
+from tests._bodies import BODY_TYPES
 
 SECRET = 'pa"ss/w\\\u00f6rd+1 2'
 """A secret with characters the encodings treat differently: a quote, a slash, a backslash,
@@ -71,7 +71,6 @@ PIN = "1000"
 MARK = "[redacted:SECRET]"
 PIN_MARK = "[redacted:PIN]"
 WHEN = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-BODY_TYPES: tuple[type[BaseModel], ...] = typing.get_args(typing.get_args(psych_core.Body)[0])
 
 
 def redactor() -> Redactor:

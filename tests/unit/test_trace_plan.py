@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-import typing
 
 import pytest
 
-import psych_core
 from psych_core import (
     TRACE_MAP,
     ApprovalDecided,
@@ -51,6 +49,7 @@ from psych_core import (
     run_trace_id,
     span_id_of,
 )
+from tests._bodies import BODY_TYPES
 
 T0 = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
 RUN = "01RUN"
@@ -77,8 +76,7 @@ def admitted(traceparent: str | None = None) -> Record:
 
 
 def test_every_record_type_is_mapped() -> None:
-    bodies = typing.get_args(typing.get_args(psych_core.Body)[0])
-    types = {body.model_fields["type"].default for body in bodies}
+    types = {body.model_fields["type"].default for body in BODY_TYPES}
     assert types == set(TRACE_MAP)
 
 

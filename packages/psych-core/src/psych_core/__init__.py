@@ -112,6 +112,7 @@ from psych_core._records import (
     ToolFailureReason,
     ToolsUnavailable,
     attempts_exhausted,
+    finished_call,
     made_record,
 )
 from psych_core._report import (
@@ -460,6 +461,7 @@ __all__ = [
     "Offloaded",
     "OutputRejected",
     "Record",
+    "finished_call",
     "made_record",
     "RunAdmitted",
     "RunCancelled",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from psych_core import (
     CONTINUED_KEY,
@@ -61,6 +61,10 @@ def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+_ROW_FIELDS = tuple(row_field.name for row_field in fields(RunRow))
+"""`RunRow`'s fields in its order, which `_Row` keeps (a test holds them equal)."""
+
+
 @dataclass(slots=True)
 class _Row:
     """The run row as this store keeps it: `RunRow`'s fields, in its order, changed in place
@@ -86,24 +90,7 @@ class _Row:
 
     def frozen(self) -> RunRow:
         """The row as the `Store` port hands it out: a value, not this store's own."""
-        return RunRow(
-            self.run_id,
-            self.tenant,
-            self.agent,
-            self.spec_version,
-            self.status,
-            self.waiting,
-            self.parent_run_id,
-            self.attempt,
-            self.lease_owner,
-            self.lease_expires_at,
-            self.runnable_at,
-            self.next_seq,
-            self.inbox_last,
-            self.created_at,
-            self.updated_at,
-            self.claims,
-        )
+        return RunRow(*[getattr(self, name) for name in _ROW_FIELDS])
 
 
 def _fence(row: _Row) -> AppendFence:

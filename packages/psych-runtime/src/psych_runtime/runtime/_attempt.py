@@ -48,7 +48,6 @@ from psych_core import (
     TimeOutChildren,
     ToolCall,
     ToolCallFailed,
-    ToolCallFinished,
     ToolCallSettled,
     ToolCallWaiting,
     ToolDefinition,
@@ -56,6 +55,7 @@ from psych_core import (
     ToolsUnavailable,
     WorkflowSpec,
     WorkflowTool,
+    finished_call,
     fold,
     fold_all,
     made_record,
@@ -92,6 +92,7 @@ from psych_runtime.tools import (
     ToolRegistry,
     Turn,
     WaitFor,
+    json_result,
 )
 
 log = logging.getLogger("psych_runtime.worker")
@@ -666,7 +667,11 @@ class Attempt:
             return _timed_out(call, self._safe(call, tool), timeout)
         if isinstance(result, WaitFor):
             return ToolCallWaiting(call_id=call.call_id, note=result.note, due_at=result.due_at)
-        return ToolCallFinished(call_id=call.call_id, result=result)
+        try:
+            value = json_result(call.name, result)
+        except ToolRaised as exc:
+            return ToolCallFailed(call_id=call.call_id, reason=exc.reason, error=str(exc))
+        return finished_call(call.call_id, value)
 
 
 def _raise_first_error(tasks: dict[asyncio.Task[None], ToolCall]) -> None:

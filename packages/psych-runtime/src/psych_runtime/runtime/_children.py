@@ -21,9 +21,9 @@ from psych_core import (
     Store,
     ToolCall,
     ToolCallFailed,
-    ToolCallFinished,
     WorkflowTool,
     child_traceparent,
+    finished_call,
 )
 from psych_runtime.model.egress import Redactor
 from psych_runtime.runtime._admission import Parent, admit
@@ -78,7 +78,8 @@ async def collect_child(store: Store, call: CallState) -> list[Body]:
     call_id = call.call.call_id
     finished = ChildFinished(call_id=call_id, child_run_id=child.run_id, status=child.status)
     if child.status == "completed":
-        return [finished, ToolCallFinished(call_id=call_id, result=child.output)]
+        # The output came in the child's validated records: JSON already.
+        return [finished, finished_call(call_id, child.output)]
     why = f": {child.error}" if child.error else ""
     return [
         finished,

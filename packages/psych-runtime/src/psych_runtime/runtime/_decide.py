@@ -45,6 +45,7 @@ from psych_core import (
     ToolCallFinished,
     ToolCallSettled,
     ToolCallStarted,
+    finished_call,
 )
 from psych_runtime.tools import InvalidArguments, ResolvedTool
 
@@ -80,7 +81,8 @@ def decide(
                 for c in calls
             ]
         case FinishResumed(calls):
-            return [ToolCallFinished(call_id=c.call.call_id, result=c.payload) for c in calls]
+            # The payloads came in validated records: JSON already.
+            return [finished_call(c.call.call_id, c.payload) for c in calls]
         case RetryCalls(calls):
             return [ToolCallStarted(call_id=call.call_id, name=call.name) for call in calls]
         case SettleCalls(calls):

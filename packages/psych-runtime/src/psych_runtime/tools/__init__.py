@@ -6,6 +6,7 @@ from psych_runtime.tools._code import (
     InvalidArguments,
     ToolOutcomeUnknown,
     ToolRaised,
+    json_result,
 )
 from psych_runtime.tools._context import ToolContext
 from psych_runtime.tools._mcp import McpConnection, McpHttp, McpStdio
@@ -35,4 +36,5 @@ __all__ = [
     "ToolRegistry",
     "Turn",
     "WaitFor",
+    "json_result",
 ]

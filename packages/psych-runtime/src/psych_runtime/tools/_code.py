@@ -17,7 +17,6 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from psych_core import SpecError, ToolDefinition, ToolFailureReason
 from psych_runtime.tools._context import ToolContext
-from psych_runtime.tools._wait import WaitFor
 
 
 def _parameter_hints(name: str, function: Callable[..., Any]) -> dict[str, Any]:
@@ -130,31 +129,40 @@ class CodeFunction:
             raise InvalidArguments(problems) from None
         return {name: getattr(validated, name) for name in type(validated).model_fields}
 
-    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> JsonValue | WaitFor:
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> object:
         """Call the function; sync functions run in a thread so they cannot block the loop.
 
-        Raises `ToolRaised` with a readable message when the function raises or returns
-        something that is not JSON-serialisable.
+        Returns what the function returned (`json_result` makes it JSON when it is recorded);
+        raises `ToolRaised` with a readable message when the function raises.
         """
         kwargs = dict(arguments)
         if self.context_parameter is not None:
             kwargs[self.context_parameter] = context
         try:
             if self.is_async:
-                result = await self.function(**kwargs)
+                result: object = await self.function(**kwargs)
             else:
                 result = await asyncio.to_thread(self.function, **kwargs)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             raise ToolRaised(f"{type(exc).__name__}: {exc}") from exc
-        if isinstance(result, WaitFor):
-            return result
-        try:
-            jsonable: JsonValue = to_jsonable_python(result)
-        except PydanticSerializationError as exc:
-            raise ToolRaised(
-                f"tool {self.name!r} returned a {type(result).__name__}, which is not "
-                f"JSON-serialisable: {exc}"
-            ) from exc
-        return jsonable
+        return result
+
+
+def json_result(tool: str, result: object) -> JsonValue:
+    """A tool's result as a JSON value (dicts with string keys, lists, strings, numbers,
+    booleans, None): models, dataclasses, tuples, dates and the like converted as pydantic
+    serialises them. Every tool's result goes through this once, before it is recorded, and
+    is recorded without being validated again (`psych_core.finished_call`).
+
+    Raises `ToolRaised` when the value cannot be made JSON.
+    """
+    try:
+        jsonable: JsonValue = to_jsonable_python(result)
+    except PydanticSerializationError as exc:
+        raise ToolRaised(
+            f"tool {tool!r} returned a {type(result).__name__}, which is not "
+            f"JSON-serialisable: {exc}"
+        ) from exc
+    return jsonable

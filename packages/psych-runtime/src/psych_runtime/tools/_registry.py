@@ -6,8 +6,6 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import JsonValue
-
 from psych_core import (
     ASK_TOOL,
     FORGET_TOOL,
@@ -58,7 +56,6 @@ from psych_runtime.tools._load_skill import LoadSkill, load_skill_ref
 from psych_runtime.tools._mcp import McpConnection
 from psych_runtime.tools._memory import Forget, Remember, memory_refs
 from psych_runtime.tools._sandboxed import SandboxCall, check_sandbox
-from psych_runtime.tools._wait import WaitFor
 
 if TYPE_CHECKING:
     from psych_runtime.tools._a2a._source import A2ATools
@@ -79,8 +76,11 @@ class ToolExecutor(Protocol):
         """The model's arguments, parsed and validated; `InvalidArguments` says what is wrong."""
         ...
 
-    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> JsonValue | WaitFor:
-        """Carry the call out; `ToolRaised` fails it, `ToolOutcomeUnknown` settles it."""
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> object:
+        """Carry the call out; `ToolRaised` fails it, `ToolOutcomeUnknown` settles it.
+
+        Returns `WaitFor` to suspend the call, else its result: any value `json_result`
+        makes JSON (once, before it is recorded)."""
         ...
 
 
