@@ -81,7 +81,7 @@ async def test_a_program_runs_with_its_arguments_and_reports_its_isolation() -> 
     assert grades["wall_time_limited"] == "enforced"
     assert grades["network_isolated"] == "not_enforced"
     shown = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
-    assert '"level": "limited"' in shown[0].content
+    assert '"level":"limited"' in shown[0].content
 
 
 async def test_a_kernel_sandbox_reaches_the_kernel_level() -> None:

@@ -226,7 +226,7 @@ async def test_a_tool_can_wait_for_an_external_resume_whose_payload_is_its_resul
     assert done.status == "completed"
     assert report.tool_calls[0].result == {"delivered": True}
     told = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
-    assert told[0].content == '{"delivered": true}'
+    assert told[0].content == '{"delivered":true}'
 
 
 async def test_a_timed_wait_is_due_at_its_time_and_times_out_there() -> None:
