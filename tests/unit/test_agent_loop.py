@@ -23,6 +23,7 @@ from psych_runtime.records import (
     ToolCallFinished,
     ToolCallSettled,
 )
+from psych_runtime.runtime import load_state
 from psych_runtime.testing.fake_model import FakeModel
 
 
@@ -297,6 +298,23 @@ async def test_a_result_is_recorded_as_the_json_the_model_was_told_and_read_back
     told = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
     assert [json.loads(m.content) for m in told] == [expected]
     assert view.status == "completed"
+
+
+async def test_a_run_read_back_from_its_log_tells_the_model_what_it_was_told_live() -> None:
+    # A NaN is kept as null in the record; the model is told null live too, so a run resumed
+    # from its log (which folds what the store kept) sends the same conversation.
+    async def measure() -> dict[str, object]:
+        """Measure."""
+        return {"ratio": float("nan"), "rows": [{"n": 1, "name": "naïve ☃"}]}
+
+    model = FakeModel().turn(tool_calls=[("measure", {})]).turn(text="ok")
+    async with psych_runtime.session(model, tools=[measure]) as s:
+        view = await s.ask(make_spec(CodeTool(name="measure")), "?")
+        state = await load_state(s.store.store, view.run_id)
+    live = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    read_back = [m for m in state.request_messages() if isinstance(m, ToolResultMessage)]
+    assert live == read_back
+    assert live[0].content == '{"ratio":null,"rows":[{"n":1,"name":"naïve ☃"}]}'
 
 
 async def test_a_model_error_fails_the_run_and_records_the_failure() -> None:
