@@ -71,7 +71,7 @@ def test_the_assistants_words_without_a_live_channel_are_the_final_texts(
         "kind": "final",
         "run_id": run_id,
         "seq": data["seq"],
-        "text": 'lookup_order returned: {"order_id": "C3", "status": "shipped"}',
+        "text": 'lookup_order returned: {"order_id":"C3","status":"shipped"}',
     }
     assert final.id == str(data["seq"])
     resumed = list(

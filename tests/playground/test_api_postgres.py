@@ -68,7 +68,7 @@ def test_chat_shows_the_words_as_the_model_writes_them(on_postgres: Playground) 
     assert kinds[-1] == "final"
     deltas = [event.json()["text"] for event in texts if event.json()["kind"] == "delta"]
     final = texts[-1].json()
-    assert final["text"] == 'wait_a_bit returned: {"waited": 1.0}'
+    assert final["text"] == 'wait_a_bit returned: {"waited":1.0}'
     assert len(deltas) >= 2, kinds  # word by word, before the log had the message
     assert "".join(deltas) == final["text"]
     assert all(event.id is None for event in texts[:-1])

@@ -87,7 +87,7 @@ def test_a_refund_over_100_waits_and_is_approved_with_edited_arguments(
     assert (refund["approved"], refund["decided_by"]) == (True, "ann")
     assert refund["edited_arguments"] == {"order_id": "A1", "amount": 90}
     assert refund["result"] == {"order_id": "A1", "refunded": 90.0}
-    assert report["output"] == 'refund returned: {"order_id": "A1", "refunded": 90.0}'
+    assert report["output"] == 'refund returned: {"order_id":"A1","refunded":90.0}'
     twice = playground.api.post(f"/api/runs/{run_id}/approvals/{call}", json=decision)
     assert twice.status_code == 409
     assert f"call {call} is not awaiting approval" in twice.json()["detail"]
