@@ -46,18 +46,21 @@ async def step(index: int) -> dict[str, int]:
     return {"index": index, "done": 1}
 
 
-def step_returning(result_bytes: int) -> Callable[[int], Awaitable[dict[str, JsonValue]]]:
+def step_returning(result_bytes: int) -> Callable[[int], Awaitable[object]]:
     """A `step` tool whose result is about `result_bytes` of JSON (rows of a listing, as a
     search or a database tool returns), for what a step costs with a result of that size;
     0: `step` itself."""
     row_bytes = len(json.dumps(_row(0)))
     rows: list[JsonValue] = [_row(n) for n in range(result_bytes // row_bytes)]
+    if not rows:
+        return step
 
-    async def step(index: int) -> dict[str, JsonValue]:
+    async def step_with_rows(index: int) -> dict[str, JsonValue]:
         """One unit of work."""
-        return {"index": index, "done": 1, "rows": rows} if rows else {"index": index, "done": 1}
+        return {"index": index, "done": 1, "rows": rows}
 
-    return step
+    step_with_rows.__name__ = "step"  # the tool the benchmark's spec names
+    return step_with_rows
 
 
 def _row(n: int) -> JsonValue:

@@ -8,7 +8,7 @@ record (`RunAdmitted`) carries the schema version, so old logs stay readable.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -466,13 +466,8 @@ def finished_call(call_id: str, result: JsonValue) -> ToolCallFinished:
     costs 70); the body is equal to ``ToolCallFinished(call_id=..., result=...)`` and
     serialised to the same bytes. A result received from outside is validated.
     """
-    body = object.__new__(ToolCallFinished)
     fields = {"type": "tool_call_finished", "call_id": call_id, "result": result}
-    object.__setattr__(body, "__dict__", fields)
-    object.__setattr__(body, "__pydantic_fields_set__", {"call_id", "result"})
-    object.__setattr__(body, "__pydantic_extra__", None)
-    object.__setattr__(body, "__pydantic_private__", None)
-    return body
+    return _unvalidated(ToolCallFinished, fields, {"call_id", "result"})
 
 
 def made_record(run_id: str, seq: int, attempt: int, at: dt.datetime, body: Body) -> Record:
@@ -483,10 +478,17 @@ def made_record(run_id: str, seq: int, attempt: int, at: dt.datetime, body: Body
     cost; what `Record.model_construct` does, without its per-field loop (which costs more
     than the validation it skips). Records read or received from outside are validated.
     """
-    record = object.__new__(Record)
     fields = {"run_id": run_id, "seq": seq, "attempt": attempt, "at": at, "body": body}
-    object.__setattr__(record, "__dict__", fields)
-    object.__setattr__(record, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", None)
-    return record
+    return _unvalidated(Record, fields, set(fields))
+
+
+def _unvalidated[M: BaseModel](cls: type[M], fields: dict[str, Any], given: set[str]) -> M:
+    """An instance of `cls` holding `fields` (every field, in its order), `given` the ones a
+    validated construction would count as set: what `model_construct` does, without its
+    per-field loop (which costs more than the validation it skips)."""
+    model = object.__new__(cls)
+    object.__setattr__(model, "__dict__", fields)
+    object.__setattr__(model, "__pydantic_fields_set__", given)
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
