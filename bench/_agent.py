@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import JsonValue
 
+from bench._listing import listing
 from psych_runtime import AgentSpec, CodeTool, ModelRef, Scope, Usage, dispatch
 from psych_runtime.ports import (
     ModelRequest,
@@ -50,8 +51,7 @@ def step_returning(result_bytes: int) -> Callable[[int], Awaitable[object]]:
     """A `step` tool whose result is about `result_bytes` of JSON (rows of a listing, as a
     search or a database tool returns), for what a step costs with a result of that size;
     0: `step` itself."""
-    row_bytes = len(json.dumps(_row(0)))
-    rows: list[JsonValue] = [_row(n) for n in range(result_bytes // row_bytes)]
+    rows = listing(result_bytes)
     if not rows:
         return step
 
@@ -61,10 +61,6 @@ def step_returning(result_bytes: int) -> Callable[[int], Awaitable[object]]:
 
     step_with_rows.__name__ = "step"  # the tool the benchmark's spec names
     return step_with_rows
-
-
-def _row(n: int) -> JsonValue:
-    return {"id": n, "name": f"item {n}", "price": n * 1.5, "tags": ["a", "b"], "in_stock": True}
 
 
 class StepModel:

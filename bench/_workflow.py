@@ -8,7 +8,11 @@ workflow never asks a model, and one that did would fail its run instead of hidi
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
+from pydantic import JsonValue
+
+from bench._listing import listing
 from psych_runtime import CodeTool, Runtime, WorkflowSpec
 from psych_runtime.testing.fake_model import FakeModel
 from psych_runtime.workflows import LoopStep, Ref, ToolStep
@@ -21,6 +25,21 @@ LOOP = "poll"
 async def add_one(value: int) -> dict[str, int]:
     """One unit of work: the value after `value`."""
     return {"value": value + 1}
+
+
+def add_one_returning(result_bytes: int) -> Callable[[int], Awaitable[object]]:
+    """An `add_one` tool whose result also carries about `result_bytes` of JSON (rows of a
+    listing), for what a step costs with a result of that size; 0: `add_one` itself."""
+    rows = listing(result_bytes)
+    if not rows:
+        return add_one
+
+    async def add_one_with_rows(value: int) -> dict[str, JsonValue]:
+        """One unit of work: the value after `value`, and a listing."""
+        return {"value": value + 1, "rows": rows}
+
+    add_one_with_rows.__name__ = "add_one"  # the tool the benchmark's specs name
+    return add_one_with_rows
 
 
 def chain_spec(steps: int) -> WorkflowSpec:
@@ -40,9 +59,11 @@ def chain_spec(steps: int) -> WorkflowSpec:
 CHAIN_INPUT = json.dumps({"start": 0})
 
 
-def chain_output(steps: int) -> dict[str, int]:
-    """What a run of `chain_spec(steps)` on `CHAIN_INPUT` answers."""
-    return {"value": steps}
+def chain_output(steps: int, result_bytes: int = 0) -> dict[str, JsonValue]:
+    """What a run of `chain_spec(steps)` on `CHAIN_INPUT` answers, its tool
+    `add_one_returning(result_bytes)`."""
+    rows = listing(result_bytes)
+    return {"value": steps, "rows": rows} if rows else {"value": steps}
 
 
 def loop_spec(iterations: int) -> WorkflowSpec:
@@ -61,6 +82,7 @@ def loop_output(iterations: int) -> dict[str, int]:
     return {"value": iterations}
 
 
-def bench_runtime() -> Runtime:
-    """What the benchmark's workers run workflows with."""
-    return Runtime(model=FakeModel(), tools=[add_one])
+def bench_runtime(result_bytes: int = 0) -> Runtime:
+    """What the benchmark's workers run workflows with, each result about `result_bytes` of
+    JSON (0: a few bytes)."""
+    return Runtime(model=FakeModel(), tools=[add_one_returning(result_bytes)])

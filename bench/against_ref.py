@@ -1,16 +1,19 @@
 """The per-step cost of this checkout against an earlier commit's, measured side by side.
 
     python -m bench.against_ref --ref REV --store memory [--rounds 5] [--result-bytes N]
+        [--bench durable_steps|workflow_steps]
 
 A refactor must not make a durable step dearer. This checks out `REV` into a temporary git
-worktree and runs this checkout's `bench.durable_steps` against that tree's packages and against
-these, in alternating rounds, each in a fresh process that imports one tree's packages (its
-`packages/*/src` first on `PYTHONPATH`), so load from elsewhere on the machine moves both alike
-and both are measured by the same code (`REV` must have the public names the benchmark uses).
-It prints each side's median wall-clock and CPU cost per step and their ratios; the last line
-is machine-readable:
+worktree and runs this checkout's `bench.durable_steps` (an agent's steps) or, with
+``--bench workflow_steps``, `bench.workflow_steps` (a workflow's) against that tree's
+packages and against these, in alternating rounds, each in a fresh process that imports one
+tree's packages (its `packages/*/src` first on `PYTHONPATH`), so load from elsewhere on the
+machine moves both alike and both are measured by the same code (`REV` must have the public
+names the benchmark uses). It prints each side's median wall-clock and CPU cost per step and
+their ratios; the last line is machine-readable:
 
-    store=NAME ref=REV ref_ms=X here_ms=Y ratio=Z ref_cpu_us=A here_cpu_us=B cpu_ratio=C
+    bench=NAME store=NAME ref=REV ref_ms=X here_ms=Y ratio=Z ref_cpu_us=A here_cpu_us=B
+        cpu_ratio=C            (all on one line)
 """
 
 from __future__ import annotations
@@ -29,13 +32,21 @@ PER_STEP = re.compile(r"per_step_ms=([0-9.]+)")
 CPU = re.compile(r"cpu_us_per_step=([0-9.]+)")
 
 
-def _per_step(tree: Path, store: str, runs: int, result_bytes: int) -> tuple[float, float]:
+BENCHES = {
+    "durable_steps": ["--claims", "5", "--long", "100"],
+    "workflow_steps": ["--long", "20", "--rps-runs", "8"],
+}
+"""Each benchmark this can run, and its arguments that keep what is not compared short."""
+
+
+def _per_step(
+    tree: Path, bench: str, store: str, runs: int, result_bytes: int
+) -> tuple[float, float]:
     """(ms, CPU us) per durable step with `tree`'s packages, measured by this checkout's code."""
     sources = [str(path) for path in sorted((tree / "packages").glob("*/src"))]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sources])}
-    command = [sys.executable, "-m", "bench.durable_steps", "--store", store, "--rounds", "1"]
-    command += ["--runs", str(runs), "--claims", "5", "--long", "100"]
-    command += ["--result-bytes", str(result_bytes)]
+    command = [sys.executable, "-m", f"bench.{bench}", "--store", store, "--rounds", "1"]
+    command += ["--runs", str(runs), *BENCHES[bench], "--result-bytes", str(result_bytes)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     ms, cpu = PER_STEP.search(done.stdout), CPU.search(done.stdout)
     if done.returncode != 0 or ms is None or cpu is None:
@@ -47,6 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ref", required=True, help="the commit to compare with")
     parser.add_argument("--store", default="memory")
+    parser.add_argument("--bench", choices=sorted(BENCHES), default="durable_steps")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument(
@@ -60,6 +72,7 @@ def main() -> None:
             cwd=ROOT,
             check=True,
         )
+        measure = (options.bench, options.store, options.runs, options.result_bytes)
         try:
             ref_ms: list[tuple[float, float]] = []
             here_ms: list[tuple[float, float]] = []
@@ -67,7 +80,7 @@ def main() -> None:
                 # Alternate which side goes first, so neither always runs on a warmer machine.
                 sides = [(tree, ref_ms), (ROOT, here_ms)]
                 for side, into in sides if round_number % 2 == 0 else reversed(sides):
-                    into.append(_per_step(side, options.store, options.runs, options.result_bytes))
+                    into.append(_per_step(side, *measure))
                 (ref_step, ref_cpu), (here_step, here_cpu) = ref_ms[-1], here_ms[-1]
                 print(
                     f"round {round_number + 1}: ref {ref_step:.3f} ms {ref_cpu:.1f} us CPU, "
@@ -86,9 +99,9 @@ def main() -> None:
         f"here {here:.3f} ms {here_cpu:.1f} us CPU"
     )
     print(
-        f"store={options.store} ref={options.ref} ref_ms={ref:.3f} here_ms={here:.3f} "
-        f"ratio={here / ref:.2f} ref_cpu_us={ref_cpu:.1f} here_cpu_us={here_cpu:.1f} "
-        f"cpu_ratio={here_cpu / ref_cpu:.2f}"
+        f"bench={options.bench} store={options.store} ref={options.ref} ref_ms={ref:.3f} "
+        f"here_ms={here:.3f} ratio={here / ref:.2f} ref_cpu_us={ref_cpu:.1f} "
+        f"here_cpu_us={here_cpu:.1f} cpu_ratio={here_cpu / ref_cpu:.2f}"
     )
 
 

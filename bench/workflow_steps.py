@@ -18,11 +18,16 @@ one tool step (two appends an iteration: the round that starts it, then its resu
 of each append (since the one before it) around iteration 10 and around iteration ``--long``
 of the same run gives a ratio that should be about 1: a step's cost must not grow with the log.
 
+With ``--result-bytes N`` each call's result also carries about N bytes of JSON (rows of a
+listing), which every step of the chain (not the loop) outputs: what a step costs with results
+of a real size.
+The CPU per step is this process's, as in `bench.durable_steps`.
+
 Last, one worker drives 96 runs (`--rps-runs`) of the 20-step workflow, 32 at once. The last line is
 machine-readable:
 
-    store=NAME steps_per_run=41 per_step_ms=X floor_ms=Y ratio=Z loop_1000_over_10=R
-        runs_per_s_32=W            (all on one line)
+    store=NAME steps_per_run=41 per_step_ms=X cpu_us_per_step=C result_bytes=B floor_ms=Y
+        ratio=Z loop_1000_over_10=R runs_per_s_32=W            (all on one line)
 
 Server stores find their server as `bench.durable_steps` does; each measure uses a fresh
 schema (or file, or table), removed at the end.
@@ -61,34 +66,42 @@ CHAIN_STEPS = 20
 ITERATION = re.compile(rf"^{LOOP}\[(\d+)\]\.")
 
 
-async def per_step(url: str, runs: int, steps: int = CHAIN_STEPS) -> tuple[float, float]:
-    """(ms per durable step, steps per run) for `runs` runs of a `steps`-step chain, driven
-    one at a time."""
+async def per_step(
+    url: str, runs: int, steps: int = CHAIN_STEPS, result_bytes: int = 0
+) -> tuple[float, float, float]:
+    """(ms per durable step, steps per run, CPU microseconds per step) for `runs` runs of a
+    `steps`-step chain, driven one at a time, each tool result about `result_bytes` of JSON
+    (0: a few bytes). The CPU is this process's (`time.process_time`), as in
+    `bench.durable_steps`: on the memory store, the runtime's and the planner's alone."""
     async with fresh_store(url) as store:
         scoped = store.scoped(SCOPE)
         spec = chain_spec(steps)
         run_ids = [await dispatch(scoped, spec, CHAIN_INPUT) for _ in range(runs)]
         stamps: list[float] = []
         count_appends(store, stamps)
-        worker = Worker(store, bench_runtime(), poll_interval=0.01)
-        started = time.perf_counter()
+        worker = Worker(store, bench_runtime(result_bytes), poll_interval=0.01)
+        started, cpu = time.perf_counter(), time.process_time()
         await worker.run_until_idle()
-        elapsed = time.perf_counter() - started
-        await check_outputs(scoped, run_ids, chain_output(steps))
-    return elapsed * 1000 / len(stamps), len(stamps) / runs
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        await check_outputs(scoped, run_ids, chain_output(steps, result_bytes))
+    return elapsed * 1000 / len(stamps), len(stamps) / runs, cpu * 1e6 / len(stamps)
 
 
-async def runs_per_second(url: str, runs: int, concurrency: int, steps: int = CHAIN_STEPS) -> float:
-    """Runs per second of a `steps`-step chain for one worker driving `concurrency` at once."""
+async def runs_per_second(
+    url: str, runs: int, concurrency: int, steps: int = CHAIN_STEPS, result_bytes: int = 0
+) -> float:
+    """Runs per second of a `steps`-step chain for one worker driving `concurrency` at once,
+    each tool result about `result_bytes` of JSON."""
     async with fresh_store(url) as store:
         scoped = store.scoped(SCOPE)
         spec = chain_spec(steps)
         run_ids = [await dispatch(scoped, spec, CHAIN_INPUT) for _ in range(runs)]
-        worker = Worker(store, bench_runtime(), concurrency=concurrency, poll_interval=0.01)
+        runtime = bench_runtime(result_bytes)
+        worker = Worker(store, runtime, concurrency=concurrency, poll_interval=0.01)
         started = time.perf_counter()
         await worker.run_until_idle()
         elapsed = time.perf_counter() - started
-        await check_outputs(scoped, run_ids, chain_output(steps))
+        await check_outputs(scoped, run_ids, chain_output(steps, result_bytes))
     return runs / elapsed
 
 
@@ -155,6 +168,9 @@ async def main() -> None:
     )
     parser.add_argument("--long", type=int, default=1000, help="the late loop iteration")
     parser.add_argument("--rps-runs", type=int, default=96, help="runs for the runs/s measure")
+    parser.add_argument(
+        "--result-bytes", type=int, default=0, help="JSON bytes of each tool result (0: a few)"
+    )
     args = parser.parse_args()
 
     urls: list[str] = []
@@ -171,10 +187,12 @@ async def main() -> None:
             # per-round ratios.
             rounds = max(args.rounds, 1)
             per_round = max(args.runs // rounds, 1)
-            steps_ms, floors, appends, ratios, append_ratios = [], [], [], [], []
+            steps_ms, cpus, floors, appends, ratios, append_ratios = [], [], [], [], [], []
             earlies, lates, loop_ratios = [], [], []
             for index in range(rounds):
-                one_step, steps = await per_step(url(f"wsteps{index}"), per_round)
+                one_step, steps, one_cpu = await per_step(
+                    url(f"wsteps{index}"), per_round, result_bytes=args.result_bytes
+                )
                 count = int(per_round * steps)
                 folder = workdir / f"round{index}"
                 folder.mkdir()
@@ -182,6 +200,7 @@ async def main() -> None:
                 one_append = await append_only(url(f"wappends{index}"), count)
                 early, late = await late_step_ratio(url(f"wloop{index}"), args.long)
                 steps_ms.append(one_step)
+                cpus.append(one_cpu)
                 floors.append(one_floor)
                 appends.append(one_append)
                 ratios.append(one_step / one_floor)
@@ -190,9 +209,12 @@ async def main() -> None:
                 lates.append(late)
                 loop_ratios.append(late / early)
             step_ms, floor = statistics.median(steps_ms), statistics.median(floors)
+            cpu_us = statistics.median(cpus)
             append_ms, ratio = statistics.median(appends), statistics.median(ratios)
             loop_ratio = statistics.median(loop_ratios)
-            rps_32 = await runs_per_second(url("wrps"), args.rps_runs, 32)
+            rps_32 = await runs_per_second(
+                url("wrps"), args.rps_runs, 32, CHAIN_STEPS, args.result_bytes
+            )
         finally:
             for used in urls:
                 await discard(used)
@@ -200,6 +222,7 @@ async def main() -> None:
     rows = [
         (f"durable step, {CHAIN_STEPS}-step workflow (ms)", f"{step_ms:.3f}"),
         ("durable steps per run", f"{steps:.0f}"),
+        ("CPU per step, this process (us)", f"{cpu_us:.1f}"),
         ("raw floor: INSERT + COMMIT (ms)", f"{floor:.3f}"),
         ("ratio", f"{ratio:.2f}"),
         ("store append alone, no runtime (ms)", f"{append_ms:.3f}"),
@@ -217,6 +240,7 @@ async def main() -> None:
         print(f"{label:<{width}}  {value}")
     print(
         f"store={args.store} steps_per_run={steps:.0f} per_step_ms={step_ms:.3f} "
+        f"cpu_us_per_step={cpu_us:.1f} result_bytes={args.result_bytes} "
         f"floor_ms={floor:.3f} ratio={ratio:.2f} loop_{args.long}_over_10={loop_ratio:.2f} "
         f"runs_per_s_32={rps_32:.1f}"
     )

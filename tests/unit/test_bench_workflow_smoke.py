@@ -5,6 +5,7 @@ in bench/workflow_steps.py."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 
@@ -46,9 +47,21 @@ async def test_a_chain_run_makes_the_durable_steps_the_docstring_says():
 
 
 async def test_per_step_counts_the_appends_of_each_run():
-    ms, steps = await workflow_steps.per_step("memory:", runs=2)
+    ms, steps, cpu_us = await workflow_steps.per_step("memory:", runs=2)
     assert ms > 0
     assert steps == 41
+    assert cpu_us > 0
+
+
+async def test_results_of_a_real_size_are_what_each_step_outputs():
+    # per_step stops the benchmark unless every run answers chain_output(steps, 4000): the
+    # last step's output, listing and all.
+    _, steps, _ = await workflow_steps.per_step("memory:", runs=1, steps=3, result_bytes=4000)
+    assert steps == 7
+    rows = chain_output(3, 4000)["rows"]
+    assert isinstance(rows, list)
+    assert 3500 < len(json.dumps(rows)) < 4500
+    assert chain_output(3) == {"value": 3}
 
 
 async def test_the_long_loop_is_timed_at_both_ends():
@@ -76,7 +89,8 @@ async def test_the_command_prints_its_table_and_a_machine_readable_line(monkeypa
     found = dict(re.findall(r"(\w+)=(\S+)", last))
     assert found["store"] == "memory"
     assert found["steps_per_run"] == "41"
-    for key in ("per_step_ms", "ratio", "loop_20_over_10", "runs_per_s_32"):
+    for key in ("per_step_ms", "cpu_us_per_step", "ratio", "loop_20_over_10", "runs_per_s_32"):
         assert float(found[key]) > 0, key
+    assert found["result_bytes"] == "0"
     # A list append, the memory store's floor, can round to 0.000 ms.
     assert float(found["floor_ms"]) >= 0

@@ -1,7 +1,10 @@
 """`record_json` writes exactly the bytes `Record.model_dump_json` writes, for every body type,
-while serialising the body by its own class instead of through the body union; `made_record`
-(a record of the runtime's own parts, not validated again) is the validated record, and
-`finished_call` (a tool's result made JSON, not validated again) the validated body."""
+and the body within them exactly as the body union's own serializer writes it (a record
+serialises its body, a step plan its events and a signal record its signal, by their own
+classes: the unions' serializer is slow); `made_record` (a record of the runtime's own parts,
+not validated again) is the validated record, `finished_call` (a tool's result made JSON, not
+validated again) and `completed_run` the validated bodies, and so are the planner's
+`step_completed` and `state_set` the validated events."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from psych_core import (
@@ -48,12 +51,20 @@ from psych_core import (
     Usage,
     UserInput,
     UserMessage,
+    completed_run,
     finished_call,
     made_record,
 )
-from psych_core._workflow_events import EventTaken, ReplayOf, StateSet, StepCall, StepSettled
+from psych_core._workflow_events import (
+    EventTaken,
+    ReplayOf,
+    StateSet,
+    StepCall,
+    StepSettled,
+    state_set,
+    step_completed,
+)
 from psych_core.ports import record_json
-from psych_core.ports._batch_checks import RecordFields
 from tests._bodies import BODY_TYPES
 
 CALL = ToolCall(call_id="2.0", name="lookup", arguments='{"id": "ü ☃ \\"q\\""}')
@@ -138,8 +149,7 @@ TIMES = [
 ]
 
 
-def test_the_fields_are_the_records_own_in_its_order() -> None:
-    assert list(RecordFields.__annotations__) == list(Record.model_fields)
+_BODY_UNION = TypeAdapter(Body)
 
 
 def test_every_body_type_is_sampled() -> None:
@@ -152,6 +162,7 @@ def test_the_bytes_are_model_dump_json_s(body: Body, at: dt.datetime) -> None:
     record = Record(run_id="01RUN-é", seq=7, attempt=2, at=at, body=body)
     written = record_json(record)
     assert written == record.model_dump_json().encode()
+    assert written.endswith(b',"body":' + _BODY_UNION.dump_json(body) + b"}")
     assert Record.model_validate_json(written) == record
 
 
@@ -210,3 +221,43 @@ def test_a_finished_call_is_the_validated_body(result: object) -> None:
     )
     with pytest.raises(ValidationError):
         made.call_id = "9.9"  # type: ignore[misc]  # frozen, as the validated body is
+
+
+@pytest.mark.parametrize("output", RESULTS, ids=lambda result: type(result).__name__)
+def test_a_completed_step_is_the_validated_event(output: object) -> None:
+    value = to_jsonable_python(output)  # a call's result as the runtime records it
+    made = step_completed("orders[3].charge", value)
+    validated = StepSettled(key="orders[3].charge", status="completed", output=value)
+    _same_event(made, validated)
+
+
+@pytest.mark.parametrize("output", RESULTS, ids=lambda result: type(result).__name__)
+def test_a_state_set_is_the_validated_event(output: object) -> None:
+    values: dict[str, JsonValue] = {"total": to_jsonable_python(output), "n": 1}
+    _same_event(state_set("remember", values), StateSet(key="remember", values=values))
+
+
+def _same_event(made: StepSettled | StateSet, validated: StepSettled | StateSet) -> None:
+    assert made == validated
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert made.model_dump() == validated.model_dump()
+    assert made.model_fields_set == validated.model_fields_set
+    plans = [StepsPlanned(events=(event,)) for event in (made, validated)]
+    records = [made_record("01RUN", 3, 1, TIMES[0], plan) for plan in plans]
+    assert record_json(records[0]) == record_json(records[1])
+    assert made.model_copy(update={"key": "other"}) == validated.model_copy(update={"key": "other"})
+    with pytest.raises(ValidationError):
+        made.key = "other"  # type: ignore[misc]  # frozen, as the validated event is
+
+
+@pytest.mark.parametrize("output", RESULTS, ids=lambda result: type(result).__name__)
+def test_a_completed_run_is_the_validated_body(output: object) -> None:
+    value = to_jsonable_python(output)  # a workflow's output: JSON, as its steps' are
+    made, validated = completed_run(value), RunCompleted(output=value)
+    assert made == validated
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert made.model_fields_set == validated.model_fields_set
+    records = [made_record("01RUN", 9, 1, TIMES[0], body) for body in (made, validated)]
+    assert record_json(records[0]) == record_json(records[1])
+    with pytest.raises(ValidationError):
+        made.output = None  # type: ignore[misc]  # frozen, as the validated body is

@@ -112,6 +112,7 @@ from psych_core._records import (
     ToolFailureReason,
     ToolsUnavailable,
     attempts_exhausted,
+    completed_run,
     finished_call,
     made_record,
 )
@@ -461,6 +462,7 @@ __all__ = [
     "Offloaded",
     "OutputRejected",
     "Record",
+    "completed_run",
     "finished_call",
     "made_record",
     "RunAdmitted",

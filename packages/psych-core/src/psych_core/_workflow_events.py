@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from psych_core._unvalidated import unvalidated
 from psych_core._workflow_spec import FailureKind
 
 
@@ -145,6 +146,33 @@ class EventTaken(_Event):
     type: Literal["event_taken"] = "event_taken"
     key: str
     name: str
+
+
+def step_completed(key: str, output: JsonValue) -> StepSettled:
+    """A completed `StepSettled` for an output that is JSON already, without validating it
+    again (see `psych_core._unvalidated`): equal to ``StepSettled(key=key,
+    status="completed", output=output)`` and serialised to the same bytes.
+
+    The planner's outputs are JSON already: a call's result read from its validated record
+    (or made JSON by the runtime, `finished_call`), the run's parsed input, the spec's
+    validated literals, and lists and objects the planner assembles from those.
+    """
+    fields = {
+        "type": "settled",
+        "key": key,
+        "status": "completed",
+        "output": output,
+        "failure": None,
+        "replayed": False,
+    }
+    return unvalidated(StepSettled, fields, {"key", "status", "output"})
+
+
+def state_set(key: str, values: dict[str, JsonValue]) -> StateSet:
+    """A `StateSet` of values that are JSON already (as `step_completed`'s), without
+    validating them again: equal to ``StateSet(key=key, values=values)``."""
+    fields = {"type": "state_set", "key": key, "values": values, "replayed": False}
+    return unvalidated(StateSet, fields, {"key", "values"})
 
 
 StepEvent = Annotated[

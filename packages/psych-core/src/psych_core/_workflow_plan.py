@@ -54,6 +54,8 @@ from psych_core._workflow_events import (
     StepFailure,
     StepRetrying,
     StepSettled,
+    state_set,
+    step_completed,
 )
 from psych_core._workflow_keys import (
     backoff_call_id,
@@ -539,9 +541,9 @@ class _Planner:
                 return self._fail(step, scope, key, failure, attempt)
         if isinstance(step, SetStateStep):
             assert isinstance(value, dict)
-            self._emit(StateSet(key=key, values=value))
+            self._emit(state_set(key, value))
         else:
-            self._emit(StepSettled(key=key, status="completed", output=value))
+            self._emit(step_completed(key, value))
         return _Done(value)
 
     def _fail(
@@ -696,7 +698,7 @@ class _Planner:
         status = self._sequence(step.steps, item_scope)
         match status:
             case _Done(output=output):
-                self._emit(StepSettled(key=indexed(key, index), status="completed", output=output))
+                self._emit(step_completed(indexed(key, index), output))
             case _Failed(failure=failure):
                 self._emit(StepSettled(key=indexed(key, index), status="failed", failure=failure))
                 return status
@@ -729,9 +731,7 @@ class _Planner:
                             StepSettled(key=indexed(key, number), status="failed", failure=failure)
                         )
                         return self._settle_failed(key, failure)
-                self._emit(
-                    StepSettled(key=indexed(key, number), status="completed", output=status.output)
-                )
+                self._emit(step_completed(indexed(key, number), status.output))
                 if stop:
                     return self._succeeded(step, scope, key, status.output, 1)
                 continue

@@ -17,12 +17,8 @@ with the batch's; the order stays the one here.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypedDict
-
-from pydantic import BaseModel, SerializeAsAny, TypeAdapter
 
 from psych_core._errors import (
     Conflict,
@@ -35,37 +31,13 @@ from psych_core._errors import (
 from psych_core._records import Record
 from psych_core.ports._store import Batch, NewRun, StoreLimits
 
-
-class RecordFields(TypedDict):
-    """`Record`'s fields, in its order, with the body serialised by its own class.
-
-    `Record.body` is a union of some thirty body types, and pydantic's serializer for the
-    union costs as much again as the rest of the record; the body's own class serializer
-    writes the very same JSON (the body was validated as one of the union's members). A test
-    holds these fields to `Record`'s and the bytes to ``model_dump_json``'s, for every type.
-    """
-
-    run_id: str
-    seq: int
-    attempt: int
-    at: dt.datetime
-    body: SerializeAsAny[BaseModel]
-
-
-_SERIALIZER = TypeAdapter(RecordFields).serializer
+_RECORD_SERIALIZER = Record.__pydantic_serializer__
 
 
 def record_json(record: Record) -> bytes:
     """The record's JSON as UTF-8 bytes: exactly ``record.model_dump_json().encode()``,
-    without the round trip through `str` (and without the body union's serializer)."""
-    fields: RecordFields = {
-        "run_id": record.run_id,
-        "seq": record.seq,
-        "attempt": record.attempt,
-        "at": record.at,
-        "body": record.body,
-    }
-    return _SERIALIZER.to_json(fields)
+    without the round trip through `str`."""
+    return _RECORD_SERIALIZER.to_json(record)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,6 @@ from psych_core import (
     RejectOutput,
     RetryCalls,
     RunCancelled,
-    RunCompleted,
     RunFailed,
     RunSuspended,
     SettleCalls,
@@ -45,6 +44,7 @@ from psych_core import (
     ToolCallFinished,
     ToolCallSettled,
     ToolCallStarted,
+    completed_run,
     finished_call,
 )
 from psych_runtime.tools import InvalidArguments, ResolvedTool
@@ -123,7 +123,7 @@ def decide(
         case RejectOutput(answer_seq, error, try_number):
             return [OutputRejected(answer_seq=answer_seq, error=error, try_number=try_number)]
         case Complete(output):
-            return [RunCompleted(output=output)]
+            return [completed_run(output)]
         case Fail(reason, error):
             return [RunFailed(reason=reason, error=error)]
 

@@ -1,0 +1,27 @@
+"""Building a pydantic model of parts the runtime made from validated ones, without validating
+them again.
+
+The runtime builds some records' parts from values that are JSON already (a tool's result it
+converted, a step's output read from a validated record); validating a `JsonValue` walks it
+node by node in Python through a callable discriminator, at several times the cost of
+serialising it. `unvalidated` is what `BaseModel.model_construct` does, without its per-field
+loop (which costs more than the validation it skips). Each caller says in its docstring why
+its parts are valid, and a test holds what it builds equal to the validated model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def unvalidated[M: BaseModel](cls: type[M], fields: dict[str, Any], given: set[str]) -> M:
+    """An instance of `cls` holding `fields` (every field, in its order), `given` the ones a
+    validated construction would count as set."""
+    model = object.__new__(cls)
+    object.__setattr__(model, "__dict__", fields)
+    object.__setattr__(model, "__pydantic_fields_set__", given)
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
