@@ -23,11 +23,14 @@ listing), which every step of the chain (not the loop) outputs: what a step cost
 of a real size.
 The CPU per step is this process's, as in `bench.durable_steps`.
 
+The admission's CPU per run is what `dispatch` of the 20-step workflow costs the app's
+handler (the same spec object each time), in this process.
+
 Last, one worker drives 96 runs (`--rps-runs`) of the 20-step workflow, 32 at once. The last line is
 machine-readable:
 
     store=NAME steps_per_run=41 per_step_ms=X cpu_us_per_step=C result_bytes=B floor_ms=Y
-        ratio=Z loop_1000_over_10=R runs_per_s_32=W            (all on one line)
+        ratio=Z loop_1000_over_10=R runs_per_s_32=W admit_cpu_us=A   (all on one line)
 
 Server stores find their server as `bench.durable_steps` does; each measure uses a fresh
 schema (or file, or table), removed at the end.
@@ -45,6 +48,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench._admission import admission_cpu_us
 from bench._stores import bench_url, count_appends, discard, floor_ms, fresh_store
 from bench._workflow import (
     CHAIN_INPUT,
@@ -212,6 +216,7 @@ async def main() -> None:
             cpu_us = statistics.median(cpus)
             append_ms, ratio = statistics.median(appends), statistics.median(ratios)
             loop_ratio = statistics.median(loop_ratios)
+            admit_us = await admission_cpu_us(url("wadmit"), chain_spec(CHAIN_STEPS), CHAIN_INPUT)
             rps_32 = await runs_per_second(
                 url("wrps"), args.rps_runs, 32, CHAIN_STEPS, args.result_bytes
             )
@@ -227,6 +232,7 @@ async def main() -> None:
         ("ratio", f"{ratio:.2f}"),
         ("store append alone, no runtime (ms)", f"{append_ms:.3f}"),
         ("store append alone / raw floor", f"{statistics.median(append_ratios):.2f}"),
+        ("admission (dispatch), CPU per run (us)", f"{admit_us:.1f}"),
         ("runs/s, 1 worker, 32 runs at once", f"{rps_32:.1f}"),
         (
             f"loop step at iteration 10 / iteration {args.long} (ms)",
@@ -242,7 +248,7 @@ async def main() -> None:
         f"store={args.store} steps_per_run={steps:.0f} per_step_ms={step_ms:.3f} "
         f"cpu_us_per_step={cpu_us:.1f} result_bytes={args.result_bytes} "
         f"floor_ms={floor:.3f} ratio={ratio:.2f} loop_{args.long}_over_10={loop_ratio:.2f} "
-        f"runs_per_s_32={rps_32:.1f}"
+        f"runs_per_s_32={rps_32:.1f} admit_cpu_us={admit_us:.1f}"
     )
 
 

@@ -89,7 +89,8 @@ async def test_the_command_prints_its_table_and_a_machine_readable_line(monkeypa
     found = dict(re.findall(r"(\w+)=(\S+)", last))
     assert found["store"] == "memory"
     assert found["steps_per_run"] == "41"
-    for key in ("per_step_ms", "cpu_us_per_step", "ratio", "loop_20_over_10", "runs_per_s_32"):
+    measures = ("per_step_ms", "cpu_us_per_step", "ratio", "loop_20_over_10", "runs_per_s_32")
+    for key in (*measures, "admit_cpu_us"):
         assert float(found[key]) > 0, key
     assert found["result_bytes"] == "0"
     # A list append, the memory store's floor, can round to 0.000 ms.

@@ -122,16 +122,9 @@ def test_a_pydantic_output_type_is_stored_as_its_schema() -> None:
     assert spec.output_type["properties"] == {"city": {"title": "City", "type": "string"}}
 
 
-_VERSION_IN_CHILD = """
-import json, sys
-from psych_runtime import AgentSpec
-print(AgentSpec.model_validate_json(sys.stdin.read()).version)
-"""
-
-
-@pytest.mark.parametrize("hashseed", ["0", "12345"])
-def test_the_version_is_equal_in_another_process(hashseed: str) -> None:
-    spec = AgentSpec(
+def support_spec() -> AgentSpec:
+    """A spec with a bit of everything: non-ASCII text, a float, fallbacks, a tool, a schema."""
+    return AgentSpec(
         name="support",
         instructions="Help. ünïcödé ✓",
         model=ModelRef(model="m", temperature=0.7, fallbacks=("n",)),
@@ -141,6 +134,18 @@ def test_the_version_is_equal_in_another_process(hashseed: str) -> None:
             "properties": {"b": {"type": "string"}, "a": {"type": "integer"}},
         },
     )
+
+
+_VERSION_IN_CHILD = """
+import json, sys
+from psych_runtime import AgentSpec
+print(AgentSpec.model_validate_json(sys.stdin.read()).version)
+"""
+
+
+@pytest.mark.parametrize("hashseed", ["0", "12345"])
+def test_the_version_is_equal_in_another_process(hashseed: str) -> None:
+    spec = support_spec()
     child = subprocess.run(
         [sys.executable, "-c", _VERSION_IN_CHILD],
         input=spec.model_dump_json(),

@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from psych_core._json_equal import json_equal
 from psych_core._remembered import Remembered
 
 # Fields named here are written even when equal to their default: they say which kind of
@@ -51,23 +53,25 @@ def canonical_value(value: Any) -> Any:
 def _model_payload(model: BaseModel) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, field in type(model).model_fields.items():
-        value = getattr(model, name)
-        if name not in ALWAYS_WRITTEN:
-            if field.default is not PydanticUndefined and _same(value, field.default):
-                continue
-            if field.default_factory is not None and _same(
-                value,
-                field.default_factory(),  # type: ignore[call-arg]
-            ):
-                continue
-        out[field.alias or name] = canonical_value(value)
+        value = canonical_value(getattr(model, name))
+        if name not in ALWAYS_WRITTEN and _is_default(value, field):
+            continue
+        out[field.alias or name] = value
     return out
 
 
-def _same(value: Any, default: Any) -> bool:
-    # Compare canonical texts, so () and [] or 1 and 1.0 count as equal, but True and 1 do not.
+def _is_default(value: Any, field: FieldInfo) -> bool:
+    """Whether `value` (canonical already) is the field's default, as canonical JSON: so ()
+    and [] or 1 and 1.0 count as equal, but True and 1 do not. Each subtree is made canonical
+    once, on the way up, instead of again at every level that compares it."""
+    if field.default is not PydanticUndefined:
+        default = field.default
+    elif field.default_factory is not None:
+        default = field.default_factory()  # type: ignore[call-arg]
+    else:
+        return False
     try:
-        return canonical_json(value) == canonical_json(default)
+        return json_equal(value, canonical_value(default))
     except (TypeError, ValueError):
         return False
 
@@ -85,8 +89,14 @@ def canonical_json(value: Any) -> str:
 
 def version_of(value: Any) -> str:
     """``"sha256:" + hex`` of the canonical JSON of `value`."""
-    digest = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-    return f"sha256:{digest}"
+    return _digest(canonical_json(value))
+
+
+def spec_canonical_json(spec: object) -> str:
+    """`canonical_json` of a frozen spec, remembered for that very object (`Remembered`):
+    admission stores it with every run, and a workflow of a few dozen steps costs about a
+    millisecond to write; a copy (`model_copy(update=...)`) is written anew."""
+    return _texts(spec)
 
 
 def spec_version(spec: object) -> str:
@@ -96,4 +106,11 @@ def spec_version(spec: object) -> str:
     return _versions(spec)
 
 
-_versions: Remembered[object, str] = Remembered(version_of, kept=256)
+def _digest(text: str) -> str:
+    return f"sha256:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+
+
+_texts: Remembered[object, str] = Remembered(canonical_json, kept=256)
+_versions: Remembered[object, str] = Remembered(
+    lambda spec: _digest(spec_canonical_json(spec)), kept=256
+)

@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from psych_core._json_equal import json_equal
+
 ASSERTIONS = frozenset(
     {
         "type",
@@ -298,17 +300,6 @@ def _is_type(value: Any, name: str) -> bool:
     return False
 
 
-def _same(a: Any, b: Any) -> bool:
-    # JSON equality: 1 and 1.0 are equal, True and 1 are not.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b)
-
-
 class _Validate:
     def __init__(
         self, schema: Mapping[str, Any], root: str, member: str, errors: list[str]
@@ -338,9 +329,9 @@ class _Validate:
                     f"{where}: expected {' or '.join(names)}, got {_json_type(value)}"
                 )
                 return
-        if "enum" in schema and not any(_same(value, option) for option in schema["enum"]):
+        if "enum" in schema and not any(json_equal(value, option) for option in schema["enum"]):
             self.errors.append(f"{where}: must be one of {schema['enum']!r}")
-        if "const" in schema and not _same(value, schema["const"]):
+        if "const" in schema and not json_equal(value, schema["const"]):
             self.errors.append(f"{where}: must be {schema['const']!r}")
         if isinstance(value, str):
             self.string(schema, value, where)
@@ -387,7 +378,7 @@ class _Validate:
                 self.run(schema["items"], item, _join(path, str(index)))
         if schema.get("uniqueItems") is True:
             for index, item in enumerate(value):
-                if any(_same(item, earlier) for earlier in value[:index]):
+                if any(json_equal(item, earlier) for earlier in value[:index]):
                     self.errors.append(f"{where}: item {index} repeats an earlier item")
                     break
 

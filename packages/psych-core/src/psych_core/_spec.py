@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-from psych_core._canonical import canonical_json, spec_version
+from psych_core._canonical import spec_canonical_json, spec_version
 from psych_core._isolation import Guarantee, IsolationLevel, Network
 from psych_core._json_schema import schema_problems
 from psych_core._skills import LOAD_SKILL_TOOL, checks_links, skills_problem, skills_prompt
@@ -756,8 +756,9 @@ class AgentSpec(_Frozen):
         return spec_version(self)
 
     def canonical_json(self) -> str:
-        """The canonical JSON this spec's version is the hash of."""
-        return canonical_json(self)
+        """The canonical JSON this spec's version is the hash of (remembered for this object
+        only, as its version is)."""
+        return spec_canonical_json(self)
 
     def tool(self, name: str) -> ToolRef | None:
         """The tool reference named `name`, or None."""

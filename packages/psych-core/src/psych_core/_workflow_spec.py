@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 from psych_core import _spec as _agent_specs
-from psych_core._canonical import canonical_json, spec_version
+from psych_core._canonical import spec_canonical_json, spec_version
 from psych_core._json_schema import OUTPUT_KEYWORDS, schema_problems
 from psych_core._spec import (
     AgentSpec,
@@ -483,8 +483,9 @@ class WorkflowSpec(_Frozen):
         return spec_version(self)
 
     def canonical_json(self) -> str:
-        """The canonical JSON this spec's version is the hash of."""
-        return canonical_json(self)
+        """The canonical JSON this spec's version is the hash of (remembered for this object
+        only, as its version is)."""
+        return spec_canonical_json(self)
 
     def step(self, name: str) -> Step | None:
         """The step named `name`, wherever it is in the tree, or None."""

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from pydantic import JsonValue
 
+from psych_core._json_equal import json_equal
 from psych_core._workflow_spec import (
     AllOf,
     AnyOf,
@@ -102,9 +103,9 @@ def compare(left: JsonValue, op: CompareOp, right: JsonValue) -> bool:
     number and a string) never holds, like ``in`` or ``contains`` on a value that holds nothing."""
     match op:
         case "eq":
-            return same(left, right)
+            return json_equal(left, right)
         case "ne":
-            return not same(left, right)
+            return not json_equal(left, right)
         case "gt" | "gte" | "lt" | "lte":
             return _ordered(left, op, right)
         case "in":
@@ -120,17 +121,6 @@ def truthy(value: JsonValue) -> bool:
     if isinstance(value, int | float):
         return value != 0
     return value is not None and value != "" and value != [] and value != {}
-
-
-def same(a: JsonValue, b: JsonValue) -> bool:
-    """JSON equality: 1 and 1.0 are equal, true and 1 are not."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    return bool(a == b)
 
 
 def describe(value: JsonValue) -> str:
@@ -190,7 +180,7 @@ def _is_number(value: JsonValue) -> bool:
 
 def _contains(container: JsonValue, member: JsonValue) -> bool:
     if isinstance(container, list):
-        return any(same(item, member) for item in container)
+        return any(json_equal(item, member) for item in container)
     if isinstance(container, dict):
         return isinstance(member, str) and member in container
     if isinstance(container, str):
