@@ -1,7 +1,7 @@
 """`record_json` writes exactly the bytes `Record.model_dump_json` writes, for every body type,
 and the body within them exactly as the body union's own serializer writes it (a record
-serialises its body, a step plan its events and a signal record its signal, by their own
-classes: the unions' serializer is slow); `made_record` (a record of the runtime's own parts,
+serialises its body, a step plan its events, and a signal record and an inbox entry their
+signal, by their own classes: the unions' serializer is slow); `made_record` (a record of the runtime's own parts,
 not validated again) is the validated record, `finished_call` (a tool's result made JSON, not
 validated again) and `completed_run` the validated bodies, and so are the planner's
 `step_completed` and `state_set` the validated events."""
@@ -9,6 +9,7 @@ validated again) and `completed_run` the validated bodies, and so are the planne
 from __future__ import annotations
 
 import datetime as dt
+import typing
 from decimal import Decimal
 
 import pytest
@@ -18,14 +19,20 @@ from pydantic_core import to_jsonable_python
 from psych_core import (
     ApprovalDecided,
     ApprovalRequested,
+    Approve,
     AssistantMessage,
     AttemptStarted,
     Body,
+    Cancel,
+    ChildEnded,
     ChildFinished,
     ChildStarted,
     CompactionFailed,
+    Continued,
     ConversationCompacted,
     Cost,
+    Deny,
+    InboxEntry,
     ModelCallFailed,
     ModelCallFinished,
     Offloaded,
@@ -38,6 +45,7 @@ from psych_core import (
     RunFailed,
     RunSuspended,
     Scope,
+    Signal,
     SignalIgnored,
     SignalReceived,
     StepsPlanned,
@@ -261,3 +269,33 @@ def test_a_completed_run_is_the_validated_body(output: object) -> None:
     assert record_json(records[0]) == record_json(records[1])
     with pytest.raises(ValidationError):
         made.output = None  # type: ignore[misc]  # frozen, as the validated body is
+
+
+SIGNALS: list[Signal] = [
+    Approve(call_id="2.0", by="ana", note=TEXT, arguments={"amount": [1, 2.5, None]}),
+    Deny(call_id="2.0", by="ana", reason=TEXT),
+    Resume(payload={"x": [1, {"y": TEXT}]}, call_id="2.0"),
+    Resume(payload=None, event="paid", breakpoint=True),
+    Cancel(reason=TEXT, by="ops"),
+    UserInput(text=TEXT, queue="follow_up"),
+    UserInput(text="steer"),
+    ChildEnded(child_run_id="01RUN-2.1", call_id="2.1", status="completed"),
+    Continued(continuation="01NEXT"),
+]
+
+
+def test_every_signal_type_is_sampled() -> None:
+    union = typing.get_args(Signal)[0]
+    assert {type(signal) for signal in SIGNALS} == set(typing.get_args(union))
+
+
+@pytest.mark.parametrize("signal", SIGNALS, ids=lambda signal: signal.kind)
+def test_a_signal_is_written_as_the_signal_union_writes_it(signal: Signal) -> None:
+    # An inbox entry and a signal record serialise the signal by its own class; the bytes
+    # are the union's.
+    union = TypeAdapter(Signal).dump_json(signal)
+    entry = InboxEntry(run_id="01RUN", number=3, key="k", signal=signal, at=TIMES[0])
+    assert b',"signal":' + union + b',"at":' in entry.model_dump_json().encode()
+    assert InboxEntry.model_validate_json(entry.model_dump_json()) == entry
+    received = SignalReceived(number=3, key="k", signal=signal)
+    assert received.model_dump_json().encode().endswith(b',"signal":' + union + b"}")
