@@ -21,7 +21,8 @@ of the same run gives a ratio that should be about 1: a step's cost must not gro
 With ``--result-bytes N`` each call's result also carries about N bytes of JSON (rows of a
 listing), which every step of the chain (not the loop) outputs: what a step costs with results
 of a real size.
-The CPU per step is this process's, as in `bench.durable_steps`.
+The CPU per step is this process's, as in `bench.durable_steps`; ``--no-gc`` disables
+Python's cyclic garbage collector for the whole benchmark, to show its share of it.
 
 The admission's CPU per run is what `dispatch` of the 20-step workflow costs the app's
 handler (the same spec object each time), in this process.
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import re
 import statistics
@@ -175,7 +177,14 @@ async def main() -> None:
     parser.add_argument(
         "--result-bytes", type=int, default=0, help="JSON bytes of each tool result (0: a few)"
     )
+    parser.add_argument(
+        "--no-gc",
+        action="store_true",
+        help="disable Python's cyclic garbage collector, to see its share of the CPU per step",
+    )
     args = parser.parse_args()
+    if args.no_gc:
+        gc.disable()
 
     urls: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:

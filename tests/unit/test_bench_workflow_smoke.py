@@ -5,6 +5,7 @@ in bench/workflow_steps.py."""
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import sys
@@ -95,3 +96,13 @@ async def test_the_command_prints_its_table_and_a_machine_readable_line(monkeypa
     assert found["result_bytes"] == "0"
     # A list append, the memory store's floor, can round to 0.000 ms.
     assert float(found["floor_ms"]) >= 0
+
+
+async def test_no_gc_disables_the_collector_for_the_benchmark(monkeypatch, capsys):
+    disabled: list[bool] = []
+    monkeypatch.setattr(gc, "disable", lambda: disabled.append(True))
+    arguments = ["--store", "memory", "--rounds", "1", "--runs", "1", "--long", "20"]
+    monkeypatch.setattr(sys, "argv", ["workflow_steps", *arguments, "--rps-runs", "2", "--no-gc"])
+    await workflow_steps.main()
+    assert disabled == [True]
+    assert "store=memory" in capsys.readouterr().out.strip().splitlines()[-1]

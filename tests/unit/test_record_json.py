@@ -1,10 +1,10 @@
 """`record_json` writes exactly the bytes `Record.model_dump_json` writes, for every body type,
 and the body within them exactly as the body union's own serializer writes it (a record
 serialises its body, a step plan its events, and a signal record and an inbox entry their
-signal, by their own classes: the unions' serializer is slow); `made_record` (a record of the runtime's own parts,
-not validated again) is the validated record, `finished_call` (a tool's result made JSON, not
-validated again) and `completed_run` the validated bodies, and so are the planner's
-`step_completed` and `state_set` the validated events."""
+signal, by their own classes: the unions' serializer is slow); `made_record` (a record of
+the runtime's own parts, not validated again) is the validated record, `finished_call` (a
+tool's result made JSON, not validated again) and `completed_run` the validated bodies, and
+so are the planner's `step_completed` and `state_set` the validated events."""
 
 from __future__ import annotations
 
