@@ -21,8 +21,8 @@ of the same run gives a ratio that should be about 1: a step's cost must not gro
 With ``--result-bytes N`` each call's result also carries about N bytes of JSON (rows of a
 listing), which every step of the chain (not the loop) outputs: what a step costs with results
 of a real size.
-The CPU per step is this process's, as in `bench.durable_steps`; ``--no-gc`` disables
-Python's cyclic garbage collector for the whole benchmark, to show its share of it.
+The CPU per step is this process's, as in `bench.durable_steps`, and the part of it spent in
+Python's cyclic garbage collector is timed by the collector's callbacks (`bench._gc_time`).
 
 The admission's CPU per run is what `dispatch` of the 20-step workflow costs the app's
 handler (the same spec object each time), in this process.
@@ -30,7 +30,8 @@ handler (the same spec object each time), in this process.
 Last, one worker drives 96 runs (`--rps-runs`) of the 20-step workflow, 32 at once. The last line is
 machine-readable:
 
-    store=NAME steps_per_run=41 per_step_ms=X cpu_us_per_step=C result_bytes=B floor_ms=Y
+    store=NAME steps_per_run=41 per_step_ms=X cpu_us_per_step=C gc_us_per_step=G
+        result_bytes=B floor_ms=Y
         ratio=Z loop_1000_over_10=R runs_per_s_32=W admit_cpu_us=A   (all on one line)
 
 Server stores find their server as `bench.durable_steps` does; each measure uses a fresh
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import itertools
 import re
 import statistics
@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench._admission import admission_cpu_us
+from bench._gc_time import gc_timed
 from bench._stores import bench_url, count_appends, discard, floor_ms, fresh_store
 from bench._workflow import (
     CHAIN_INPUT,
@@ -74,11 +75,12 @@ ITERATION = re.compile(rf"^{LOOP}\[(\d+)\]\.")
 
 async def per_step(
     url: str, runs: int, steps: int = CHAIN_STEPS, result_bytes: int = 0
-) -> tuple[float, float, float]:
-    """(ms per durable step, steps per run, CPU microseconds per step) for `runs` runs of a
-    `steps`-step chain, driven one at a time, each tool result about `result_bytes` of JSON
-    (0: a few bytes). The CPU is this process's (`time.process_time`), as in
-    `bench.durable_steps`: on the memory store, the runtime's and the planner's alone."""
+) -> tuple[float, float, float, float]:
+    """(ms per durable step, steps per run, CPU microseconds per step, of which in the
+    garbage collector) for `runs` runs of a `steps`-step chain, driven one at a time, each
+    tool result about `result_bytes` of JSON (0: a few bytes). The CPU is this process's
+    (`time.process_time`), as in `bench.durable_steps`: on the memory store, the runtime's
+    and the planner's alone."""
     async with fresh_store(url) as store:
         scoped = store.scoped(SCOPE)
         spec = chain_spec(steps)
@@ -86,11 +88,13 @@ async def per_step(
         stamps: list[float] = []
         count_appends(store, stamps)
         worker = Worker(store, bench_runtime(result_bytes), poll_interval=0.01)
-        started, cpu = time.perf_counter(), time.process_time()
-        await worker.run_until_idle()
-        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        with gc_timed() as collecting:
+            started, cpu = time.perf_counter(), time.process_time()
+            await worker.run_until_idle()
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         await check_outputs(scoped, run_ids, chain_output(steps, result_bytes))
-    return elapsed * 1000 / len(stamps), len(stamps) / runs, cpu * 1e6 / len(stamps)
+    count = len(stamps)
+    return elapsed * 1000 / count, count / runs, cpu * 1e6 / count, collecting.seconds * 1e6 / count
 
 
 async def runs_per_second(
@@ -177,14 +181,7 @@ async def main() -> None:
     parser.add_argument(
         "--result-bytes", type=int, default=0, help="JSON bytes of each tool result (0: a few)"
     )
-    parser.add_argument(
-        "--no-gc",
-        action="store_true",
-        help="disable Python's cyclic garbage collector, to see its share of the CPU per step",
-    )
     args = parser.parse_args()
-    if args.no_gc:
-        gc.disable()
 
     urls: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,10 +197,10 @@ async def main() -> None:
             # per-round ratios.
             rounds = max(args.rounds, 1)
             per_round = max(args.runs // rounds, 1)
-            steps_ms, cpus, floors, appends, ratios, append_ratios = [], [], [], [], [], []
+            steps_ms, cpus, gcs, floors, appends, ratios, append_ratios = [], [], [], [], [], [], []
             earlies, lates, loop_ratios = [], [], []
             for index in range(rounds):
-                one_step, steps, one_cpu = await per_step(
+                one_step, steps, one_cpu, one_gc = await per_step(
                     url(f"wsteps{index}"), per_round, result_bytes=args.result_bytes
                 )
                 count = int(per_round * steps)
@@ -214,6 +211,7 @@ async def main() -> None:
                 early, late = await late_step_ratio(url(f"wloop{index}"), args.long)
                 steps_ms.append(one_step)
                 cpus.append(one_cpu)
+                gcs.append(one_gc)
                 floors.append(one_floor)
                 appends.append(one_append)
                 ratios.append(one_step / one_floor)
@@ -222,7 +220,7 @@ async def main() -> None:
                 lates.append(late)
                 loop_ratios.append(late / early)
             step_ms, floor = statistics.median(steps_ms), statistics.median(floors)
-            cpu_us = statistics.median(cpus)
+            cpu_us, gc_us = statistics.median(cpus), statistics.median(gcs)
             append_ms, ratio = statistics.median(appends), statistics.median(ratios)
             loop_ratio = statistics.median(loop_ratios)
             admit_us = await admission_cpu_us(url("wadmit"), chain_spec(CHAIN_STEPS), CHAIN_INPUT)
@@ -237,6 +235,7 @@ async def main() -> None:
         (f"durable step, {CHAIN_STEPS}-step workflow (ms)", f"{step_ms:.3f}"),
         ("durable steps per run", f"{steps:.0f}"),
         ("CPU per step, this process (us)", f"{cpu_us:.1f}"),
+        ("of which in the garbage collector (us)", f"{gc_us:.1f}"),
         ("raw floor: INSERT + COMMIT (ms)", f"{floor:.3f}"),
         ("ratio", f"{ratio:.2f}"),
         ("store append alone, no runtime (ms)", f"{append_ms:.3f}"),
@@ -255,7 +254,8 @@ async def main() -> None:
         print(f"{label:<{width}}  {value}")
     print(
         f"store={args.store} steps_per_run={steps:.0f} per_step_ms={step_ms:.3f} "
-        f"cpu_us_per_step={cpu_us:.1f} result_bytes={args.result_bytes} "
+        f"cpu_us_per_step={cpu_us:.1f} gc_us_per_step={gc_us:.1f} "
+        f"result_bytes={args.result_bytes} "
         f"floor_ms={floor:.3f} ratio={ratio:.2f} loop_{args.long}_over_10={loop_ratio:.2f} "
         f"runs_per_s_32={rps_32:.1f} admit_cpu_us={admit_us:.1f}"
     )

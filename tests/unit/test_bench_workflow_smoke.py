@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from bench import workflow_steps
+from bench._gc_time import gc_timed
 from bench._stores import count_appends, fresh_store
 from bench._workflow import CHAIN_INPUT, bench_runtime, chain_output, chain_spec
 from psych_runtime import Scope, Worker, dispatch, read_log
@@ -48,16 +49,17 @@ async def test_a_chain_run_makes_the_durable_steps_the_docstring_says():
 
 
 async def test_per_step_counts_the_appends_of_each_run():
-    ms, steps, cpu_us = await workflow_steps.per_step("memory:", runs=2)
+    ms, steps, cpu_us, gc_us = await workflow_steps.per_step("memory:", runs=2)
     assert ms > 0
     assert steps == 41
     assert cpu_us > 0
+    assert 0 <= gc_us < cpu_us
 
 
 async def test_results_of_a_real_size_are_what_each_step_outputs():
     # per_step stops the benchmark unless every run answers chain_output(steps, 4000): the
     # last step's output, listing and all.
-    _, steps, _ = await workflow_steps.per_step("memory:", runs=1, steps=3, result_bytes=4000)
+    _, steps, _, _ = await workflow_steps.per_step("memory:", runs=1, steps=3, result_bytes=4000)
     assert steps == 7
     rows = chain_output(3, 4000)["rows"]
     assert isinstance(rows, list)
@@ -94,15 +96,19 @@ async def test_the_command_prints_its_table_and_a_machine_readable_line(monkeypa
     for key in (*measures, "admit_cpu_us"):
         assert float(found[key]) > 0, key
     assert found["result_bytes"] == "0"
+    assert float(found["gc_us_per_step"]) >= 0
     # A list append, the memory store's floor, can round to 0.000 ms.
     assert float(found["floor_ms"]) >= 0
 
 
-async def test_no_gc_disables_the_collector_for_the_benchmark(monkeypatch, capsys):
-    disabled: list[bool] = []
-    monkeypatch.setattr(gc, "disable", lambda: disabled.append(True))
-    arguments = ["--store", "memory", "--rounds", "1", "--runs", "1", "--long", "20"]
-    monkeypatch.setattr(sys, "argv", ["workflow_steps", *arguments, "--rps-runs", "2", "--no-gc"])
-    await workflow_steps.main()
-    assert disabled == [True]
-    assert "store=memory" in capsys.readouterr().out.strip().splitlines()[-1]
+def test_the_collector_is_timed_while_the_block_runs():
+    with gc_timed() as collecting:
+        garbage = []
+        for _ in range(3):
+            cycle: list[object] = []
+            cycle.append(cycle)
+            garbage.append(cycle)
+        gc.collect()
+    assert collecting.collections >= 1
+    assert collecting.seconds >= 0
+    assert collecting not in gc.callbacks
