@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
+from bench._agent import SCOPE
 from bench._stores import fresh_store
-from psych_runtime import AgentSpec, Scope, WorkflowSpec, dispatch
+from psych_runtime import AgentSpec, WorkflowSpec, dispatch
 
 
 async def admission_cpu_us(
@@ -14,7 +15,7 @@ async def admission_cpu_us(
     """CPU microseconds of this process per `dispatch` of `spec`, the same spec object each
     time (as a handler holds its spec), after a few admissions that warm up the store."""
     async with fresh_store(url) as store:
-        scoped = store.scoped(Scope(tenant="bench"))
+        scoped = store.scoped(SCOPE)
         for _ in range(10):
             await dispatch(scoped, spec, input)
         started = time.process_time()

@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 
-from pydantic import JsonValue
-
-from bench._listing import listing
+from bench._listing import with_listing
 from psych_runtime import AgentSpec, CodeTool, ModelRef, Scope, Usage, dispatch
 from psych_runtime.ports import (
     ModelRequest,
@@ -51,16 +49,7 @@ def step_returning(result_bytes: int) -> Callable[[int], Awaitable[object]]:
     """A `step` tool whose result is about `result_bytes` of JSON (rows of a listing, as a
     search or a database tool returns), for what a step costs with a result of that size;
     0: `step` itself."""
-    rows = listing(result_bytes)
-    if not rows:
-        return step
-
-    async def step_with_rows(index: int) -> dict[str, JsonValue]:
-        """One unit of work."""
-        return {"index": index, "done": 1, "rows": rows}
-
-    step_with_rows.__name__ = "step"  # the tool the benchmark's spec names
-    return step_with_rows
+    return with_listing(step, result_bytes)
 
 
 class StepModel:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import JsonValue
 
-from bench._listing import listing
+from bench._listing import listing, with_listing
 from psych_runtime import CodeTool, Runtime, WorkflowSpec
 from psych_runtime.testing.fake_model import FakeModel
 from psych_runtime.workflows import LoopStep, Ref, ToolStep
@@ -30,16 +30,7 @@ async def add_one(value: int) -> dict[str, int]:
 def add_one_returning(result_bytes: int) -> Callable[[int], Awaitable[object]]:
     """An `add_one` tool whose result also carries about `result_bytes` of JSON (rows of a
     listing), for what a step costs with a result of that size; 0: `add_one` itself."""
-    rows = listing(result_bytes)
-    if not rows:
-        return add_one
-
-    async def add_one_with_rows(value: int) -> dict[str, JsonValue]:
-        """One unit of work: the value after `value`, and a listing."""
-        return {"value": value + 1, "rows": rows}
-
-    add_one_with_rows.__name__ = "add_one"  # the tool the benchmark's specs name
-    return add_one_with_rows
+    return with_listing(add_one, result_bytes)
 
 
 def chain_spec(steps: int) -> WorkflowSpec:
