@@ -275,16 +275,21 @@ async def test_an_append_is_one_round_trip(schema: str) -> None:
         assert proxy.round_trips == 20
         assert len(await store.read(run_id)) == seq
 
-        # A claim: BEGIN, pick, start, COMMIT.
+        # A claim of any run: one statement, which finds a run or finds none.
         await admit(store)
         assert await store.claim("warm", LEASE) is not None
         await admit(store)
         proxy.sent.clear()
         assert await store.claim("worker-2", LEASE) is not None
-        assert proxy.round_trips == 4, proxy.sent
+        assert (proxy.sent["S"], proxy.sent["Q"], proxy.round_trips) == (1, 0, 1), proxy.sent
         proxy.sent.clear()
         assert await store.claim("worker-2", LEASE) is None
-        assert proxy.round_trips == 3, "an empty claim: BEGIN, pick, COMMIT"
+        assert (proxy.sent["S"], proxy.sent["Q"], proxy.round_trips) == (1, 0, 1), proxy.sent
+        # The claim of one given run: BEGIN, pick, start, COMMIT.
+        given = await admit(store)
+        proxy.sent.clear()
+        assert await store.claim("worker-2", LEASE, run_id=given) is not None
+        assert proxy.round_trips == 4, proxy.sent
 
 
 # -- a lost answer, a cut connection -----------------------------------------------------------
@@ -338,7 +343,7 @@ async def test_a_claim_cut_before_its_commit_is_taken_again(schema: str) -> None
         await store.migrate()
         run_id = await admit(store)
         proxy.cut_next_answer()  # the pick's answer: the transaction is rolled back
-        claim = await store.claim("worker-1", LEASE)
+        claim = await store.claim("worker-1", LEASE, run_id=run_id)
         assert proxy.answer_cut == 1
         assert claim is not None and (claim.run_id, claim.attempt) == (run_id, 1)
         log = await store.read(run_id)

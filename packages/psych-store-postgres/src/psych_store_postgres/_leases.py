@@ -1,23 +1,92 @@
 """Who runs a run: `claim`, `renew` and `release`, as functions of a connection.
 
-A claim is one short transaction (BEGIN, pick, start, COMMIT): the pick locks the oldest
+The claim of any run is one statement in autocommit (`claim_any`): it locks the oldest
 claimable row with ``FOR UPDATE SKIP LOCKED`` on the index over ``runnable_at``, so claimers
-racing for work each take a different run without waiting; the start writes the new attempt
-into the row and its `AttemptStarted` record in one statement. The record's time and the
-lease's expiry come from the database's clock.
+racing for work each take a different run without waiting, writes the new attempt into the row
+and appends its `AttemptStarted` record. The record's time and the lease's expiry come from the
+database's clock, so the record's bytes are written by the statement (`_sql.started_body`).
+Each claim carries a token, kept as its record's batch id: when the answer is lost, the claim
+sent again first looks for its token (`claim_landed`) and returns the run it took, so a run is
+never left leased to a claim nobody heard.
+
+A claim of one given run, and one that must fail a run claimed `max_attempts` times, is one
+short transaction (BEGIN, pick, start or fail, COMMIT).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import NoReturn
+import secrets
+from functools import cache
+from typing import Literal, NoReturn
 
-from psych_core import Claim, LeaseLost, RenewResult, RunNotFound
+from psych_core import Claim, LeaseLost, Record, RenewResult, RunNotFound
 from psych_core.ports import exhausted_record, record_json, started_record
 from psych_store_postgres._connections import Connection
 from psych_store_postgres._errors import ClaimUnknown, NotCommitted, lost
 from psych_store_postgres._rows import aware
 from psych_store_postgres._sql import Sql
+
+type Exhausted = Literal["exhausted"]
+EXHAUSTED: Exhausted = "exhausted"
+"""What `claim_any` returns when the run it picked was claimed `max_attempts` times already:
+the store fails that run through `claim`'s transaction."""
+
+
+def claim_token() -> str:
+    """A claim's token: its `AttemptStarted` record's batch id, which no batch's id equals."""
+    return f"claim:{secrets.token_hex(8)}"
+
+
+@cache
+def started_tail(worker_id: str) -> bytes:
+    """The bytes of `worker_id`'s `AttemptStarted` records after their time: the same for
+    every claim it makes."""
+    whole = record_json(started_record("", 0, 0, dt.datetime.now(dt.UTC), worker_id))
+    return whole[whole.index(b',"body":') :]
+
+
+async def claim_any(
+    conn: Connection,
+    again: bool,
+    *,
+    sql: Sql,
+    worker_id: str,
+    ttl: dt.timedelta,
+    max_attempts: int,
+    token: str,
+) -> Claim | Exhausted | None:
+    """Take the oldest claimable run in one statement: its `Claim`, None when no run is
+    claimable, or `EXHAUSTED` when the run it found must be failed instead.
+
+    `again` says an earlier send may have committed: a claim with this `token` whose lease is
+    still live is then this call's own, and returned.
+    """
+    micros = ttl // dt.timedelta(microseconds=1)
+    if again:
+        landed = await conn.fetchrow(sql.claim_landed, worker_id, micros, token)
+        if landed is not None:
+            record = Record.model_validate_json(landed["body"])
+            expires = aware(landed["lease_expires_at"])
+            return Claim(
+                record.run_id,
+                landed["tenant"],
+                record.attempt,
+                expires,
+                record,
+                landed["inbox_last"],
+            )
+    row = await conn.fetchrow(
+        sql.claim_any, worker_id, micros, max_attempts, token, started_tail(worker_id)
+    )
+    if row is None:
+        return None
+    if row["lease_expires_at"] is None:
+        return EXHAUSTED
+    attempt = row["attempt"] + 1
+    started = started_record(row["run_id"], row["next_seq"], attempt, aware(row["now"]), worker_id)
+    expires = aware(row["lease_expires_at"])
+    return Claim(row["run_id"], row["tenant"], attempt, expires, started, row["inbox_last"])
 
 
 async def claim(

@@ -32,6 +32,25 @@ RUN_COLUMNS = f"n, {RUN_ROW_COLUMNS}"
 (`_rows.run_row`)."""
 
 
+def started_body(run_id: str, seq: str, attempt: str, at: str, tail: str) -> str:
+    """SQL for the bytes of an `AttemptStarted` record as `record_json` writes them, from SQL
+    expressions for its fields; `tail` is the bytes after its time (`started_tail`), which
+    hold the worker's name.
+
+    pydantic writes a UTC time with six digits of microseconds, or none when they are zero,
+    and escapes a string as ``to_json`` does (tests/contract/test_postgres_claim.py holds the
+    two to the same bytes).
+    """
+    utc = f"({at} AT TIME ZONE 'UTC')"
+    return f"""convert_to(
+        '{{"run_id":' || to_json({run_id}::text)::text || ',"seq":' || {seq}
+        || ',"attempt":' || {attempt} || ',"at":"'
+        || to_char({utc}, 'YYYY-MM-DD"T"HH24:MI:SS')
+        || CASE WHEN date_part('microseconds', {utc})::bigint % 1000000 = 0 THEN ''
+            ELSE to_char({utc}, '.US') END
+        || 'Z"', 'UTF8') || {tail}::bytea"""
+
+
 def check_schema_name(schema: str) -> str:
     """`schema` when it is a plain lower-case SQL name; it is spliced into statements."""
     if not _SCHEMA_NAME.fullmatch(schema):
@@ -56,6 +75,8 @@ class Sql:
     append_with_notices: str
     append_group: str
     append_diagnose: str
+    claim_any: str
+    claim_landed: str
     claim_pick_any: str
     claim_pick_one: str
     claim_start: str
@@ -116,6 +137,21 @@ class Sql:
                     CASE WHEN b.ord = 1 THEN $5 END, b.body
                 FROM run, {source}
             )"""
+
+        pick = f"""
+            SELECT run_id, tenant, attempt, claims, next_seq, inbox_last,
+                clock_timestamp() AS now
+            FROM {s}.runs
+            WHERE run_id = coalesce(
+                (SELECT run_id FROM {s}.runs
+                    WHERE runnable_at > '-infinity' AND runnable_at <= statement_timestamp()
+                        AND lease_owner IS NOT NULL AND status NOT IN {FINAL}
+                    ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED),
+                (SELECT run_id FROM {s}.runs
+                    WHERE runnable_at <= statement_timestamp() AND status NOT IN {FINAL}
+                    ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED))
+            FOR UPDATE
+        """
 
         # The records: an array of bytea (each element bytes), or one bytea for the common
         # one-record batch, which spares the server an array and a function scan.
@@ -267,20 +303,49 @@ class Sql:
             # is read with clock_timestamp(), which is evaluated again when the row had changed
             # under the statement (PostgreSQL re-checks the newest version), so the new attempt
             # starts after every record the old one managed to write.
-            claim_pick_any=f"""
-                SELECT run_id, tenant, attempt, claims, next_seq, inbox_last,
-                    clock_timestamp() AS now
-                FROM {s}.runs
-                WHERE run_id = coalesce(
-                    (SELECT run_id FROM {s}.runs
-                        WHERE runnable_at > '-infinity' AND runnable_at <= statement_timestamp()
-                            AND lease_owner IS NOT NULL AND status NOT IN {FINAL}
-                        ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED),
-                    (SELECT run_id FROM {s}.runs
-                        WHERE runnable_at <= statement_timestamp() AND status NOT IN {FINAL}
-                        ORDER BY runnable_at, n LIMIT 1 FOR UPDATE SKIP LOCKED))
-                FOR UPDATE
+            # The claim of any run, in one statement: the pick, the start (the run row and its
+            # AttemptStarted record, written here byte for byte as `record_json` writes it:
+            # `started_body`) and the watchers' notice. A run claimed `max_attempts` times is
+            # returned unstarted, and the store fails it through the transaction below. The
+            # record's batch_id is the claim's token, which `claim_landed` looks for when the
+            # answer was lost.
+            claim_any=f"""
+                WITH picked AS ({pick}),
+                run AS (
+                    UPDATE {s}.runs r SET
+                        attempt = p.attempt + 1, claims = r.claims + 1, status = 'running',
+                        waiting = NULL, lease_owner = $1,
+                        lease_expires_at = p.now + $2::bigint * interval '1 microsecond',
+                        runnable_at = p.now + $2::bigint * interval '1 microsecond',
+                        next_seq = p.next_seq + 1, updated_at = p.now
+                    FROM picked p
+                    WHERE r.run_id = p.run_id AND p.claims < $3
+                    RETURNING r.run_id, r.lease_expires_at,
+                        coalesce(r.watched_until > statement_timestamp(), false) AS watched
+                ),
+                written AS (
+                    INSERT INTO {s}.records (run_id, seq, attempt, batch_id, body)
+                    SELECT p.run_id, p.next_seq, p.attempt + 1, $4,
+                        {started_body("p.run_id", "p.next_seq", "p.attempt + 1", "p.now", "$5")}
+                    FROM picked p JOIN run USING (run_id)
+                )
+                SELECT p.run_id, p.tenant, p.attempt, p.next_seq, p.inbox_last, p.now,
+                    run.lease_expires_at, {tell_watchers("p.run_id")}
+                FROM picked p LEFT JOIN run USING (run_id)
             """,
+            # The claim whose token is $3, if it landed and its lease (by $1, `ttl` $2
+            # microseconds) is still live: such a run's runnable_at is its lease expiry, within
+            # the next `ttl`, a short range of the runnable index.
+            claim_landed=f"""
+                SELECT rec.body, r.tenant, r.inbox_last, r.lease_expires_at
+                FROM {s}.runs r
+                JOIN {s}.records rec ON rec.run_id = r.run_id AND rec.seq = r.next_seq - 1
+                WHERE r.runnable_at > statement_timestamp()
+                    AND r.runnable_at <= statement_timestamp()
+                        + $2::bigint * interval '1 microsecond'
+                    AND r.lease_owner = $1 AND r.status = 'running' AND rec.batch_id = $3
+            """,
+            claim_pick_any=pick,
             # One given run: wait for a racing claimer instead of skipping it, then look again
             # at the row it left (so the loser sees the lease and takes nothing).
             claim_pick_one=f"""

@@ -69,8 +69,9 @@ class PostgresStore(Store):
     lease, the next seq and (when it suspends or ends the run) the inbox count, updates the run
     row, inserts the records and delivers the batch's notices, or writes nothing. Several runs'
     appends given to `append_many` are one statement and one commit together (group commit),
-    each fenced as if alone. A claim is one short transaction that takes the oldest claimable
-    run with ``FOR UPDATE SKIP LOCKED``.
+    each fenced as if alone. A claim is one statement that takes the oldest claimable run with
+    ``FOR UPDATE SKIP LOCKED`` and starts its attempt; a claim whose answer was lost is sent
+    again and recognised by its token.
     Leases are set and compared on the database's clock. Idle workers and live readers are
     woken by LISTEN/NOTIFY on a connection of the store's own, and poll when it is down.
 
@@ -243,9 +244,25 @@ class PostgresStore(Store):
         run_id: str | None = None,
         max_attempts: int = 10,
     ) -> Claim | None:
-        """Take the oldest claimable run in one short transaction; see `Store.claim`."""
+        """Take the oldest claimable run in one statement (one given run, or a run to fail
+        after `max_attempts` claims, in one short transaction); see `Store.claim`."""
         check_claim(ttl, max_attempts)
         what = f"claim() by worker {worker_id}"
+        if run_id is None:
+            taken = await self._connections.run(
+                what,
+                partial(
+                    _leases.claim_any,
+                    sql=self._sql,
+                    worker_id=worker_id,
+                    ttl=ttl,
+                    max_attempts=max_attempts,
+                    token=_leases.claim_token(),
+                ),
+                resend=True,
+            )
+            if taken is None or isinstance(taken, Claim):
+                return taken
         while True:
             try:
                 return await self._connections.run(
