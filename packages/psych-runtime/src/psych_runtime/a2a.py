@@ -36,11 +36,20 @@ caller is comes from the app's own function of the request, never from the messa
               *create_jsonrpc_routes(handler, "/a2a", context_builder=handler.context_builder)]
 """
 
+import typing as _typing
+
 from psych_core import A2APeer
 from psych_runtime import _claim
-from psych_runtime._a2a_serve import RunRequestHandler, agent_card
 from psych_runtime.tools import A2AConnection, A2AHttp
 from psych_runtime.tools._a2a import SAFE_SKILL_TAGS
+
+if _typing.TYPE_CHECKING:
+    from psych_runtime._a2a_serve import RunRequestHandler, agent_card
+
+_SERVING = ("RunRequestHandler", "agent_card")
+"""The names that serve runs to A2A clients: imported on first use, since the SDK's server
+side (its protobuf types, Starlette and FastAPI routes) takes most of a second to import and
+an app that only consumes peers, or none, never needs it."""
 
 __all__ = [
     # Consuming: remote agents' skills as tools
@@ -53,4 +62,18 @@ __all__ = [
     "agent_card",
 ]
 
-_claim.claim_exports(__name__, globals(), __all__)
+_claim.claim_exports(__name__, globals(), [name for name in __all__ if name not in _SERVING])
+
+
+if not _typing.TYPE_CHECKING:
+    # Hidden from type checkers, which see the two names imported above and no others.
+
+    def __getattr__(name: str) -> object:
+        if name not in _SERVING:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from psych_runtime import _a2a_serve
+
+        serving = {each: getattr(_a2a_serve, each) for each in _SERVING}
+        _claim.claim_exports(__name__, serving, _SERVING)
+        globals().update(serving)
+        return serving[name]

@@ -1,0 +1,50 @@
+"""What `import psych_runtime` loads: not the A2A SDK's server side (its protobuf types,
+Starlette, FastAPI and uvicorn took about a second, half of the whole import), which loads
+when an app first asks for `RunRequestHandler` or `agent_card`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+_SERVER_SIDE = ("a2a", "fastapi", "starlette", "sse_starlette", "uvicorn", "google.protobuf")
+
+_PROBE = f"""
+import sys
+
+def loaded():
+    return sorted(
+        name for name in {_SERVER_SIDE!r}
+        if any(module == name or module.startswith(name + ".") for module in sys.modules)
+    )
+
+import psych_runtime
+import psych_runtime.a2a
+from psych_runtime.a2a import A2AHttp, A2APeer
+print(" ".join(loaded()) or "-")
+from psych_runtime.a2a import RunRequestHandler, agent_card
+print(" ".join(loaded()) or "-")
+print(RunRequestHandler.__module__, agent_card.__module__)
+print(psych_runtime.a2a.RunRequestHandler is RunRequestHandler)
+"""
+
+
+def test_importing_psych_runtime_leaves_the_a2a_server_side_unloaded() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    before, after, modules, same = done.stdout.splitlines()
+    assert before == "-"
+    assert {"a2a", "fastapi", "starlette"} <= set(after.split())
+    assert modules == "psych_runtime.a2a psych_runtime.a2a"
+    assert same == "True"
+
+
+def test_a_name_the_a2a_room_does_not_have_is_an_attribute_error() -> None:
+    import psych_runtime.a2a
+
+    with pytest.raises(AttributeError, match="RunHandler"):
+        psych_runtime.a2a.RunHandler  # type: ignore[attr-defined]  # noqa: B018
