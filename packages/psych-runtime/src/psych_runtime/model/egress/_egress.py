@@ -1,4 +1,9 @@
-"""`Egress`: the one object every outbound HTTP request of the runtime goes through."""
+"""`Egress`: the one object every outbound HTTP request of the runtime goes through.
+
+httpx is imported when an egress first sends (`_transport`), not with this module: importing
+it takes about a quarter of a second, and with the rest of `import psych_runtime` it was most
+of a worker's start (tests/unit/test_import_cost.py).
+"""
 
 from __future__ import annotations
 
@@ -7,30 +12,36 @@ import codecs
 import string
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from types import TracebackType
-from typing import Any, Self
-
-import httpx
+from typing import TYPE_CHECKING, Any, Self
 
 from psych_core import EgressError, EgressRefused, SecretNotFound, SecretResolver
-from psych_runtime.model.egress._checks import checked_addresses
 from psych_runtime.model.egress._policy import EgressPolicy, HostResolver, system_resolve
 from psych_runtime.model.egress._redact import Redactor
+
+if TYPE_CHECKING:
+    import httpx
+
+    from psych_runtime.model.egress._transport import GuardedTransport
+else:
+
+    class _Httpx:
+        """Stands for httpx in this module's annotations, which `typing.get_type_hints` and the
+        docs evaluate: looking a name up on it imports httpx then, not before."""
+
+        def __getattr__(self, name: str) -> object:
+            import httpx
+
+            return getattr(httpx, name)
+
+    httpx = _Httpx()
 
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 """The longest response body read, whole or line by line, unless a caller says otherwise."""
 
 DEFAULT_TOTAL_TIMEOUT = 300.0
 """Seconds one request may take in all, body included, unless a caller says otherwise."""
-
-# Failures that happen before a request can reach the server: no connection was made.
-_NEVER_SENT = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.PoolTimeout,
-    httpx.UnsupportedProtocol,
-    httpx.InvalidURL,
-)
 
 
 class EgressResponse:
@@ -45,8 +56,11 @@ class EgressResponse:
     def __init__(
         self, response: httpx.Response, *, url: str, fail: Callable[[Exception], EgressError]
     ) -> None:
+        # httpx is loaded by now: a response exists only once a request went out.
+        from psych_runtime.model.egress._transport import chunks
+
         self._response = response
-        self._fail = fail
+        self._chunks = partial(chunks, response, fail)
         self.status: int = response.status_code
         self.headers: Mapping[str, str] = response.headers
         self.url = url
@@ -59,17 +73,14 @@ class EgressResponse:
         """
         if self._body is not None:
             return self._body
-        chunks: list[bytes] = []
+        parts: list[bytes] = []
         size = 0
-        try:
-            async for chunk in self._response.aiter_bytes():
-                size += len(chunk)
-                if size > limit:
-                    raise self._too_long(limit)
-                chunks.append(chunk)
-        except httpx.HTTPError as exc:
-            raise self._fail(exc) from None
-        self._body = b"".join(chunks)
+        async for chunk in self._chunks():
+            size += len(chunk)
+            if size > limit:
+                raise self._too_long(limit)
+            parts.append(chunk)
+        self._body = b"".join(parts)
         return self._body
 
     async def read_prefix(self, limit: int) -> tuple[bytes, bool]:
@@ -77,17 +88,14 @@ class EgressResponse:
 
         For answers a caller shows in part (an http tool's response cut at its limit).
         """
-        chunks: list[bytes] = []
+        parts: list[bytes] = []
         size = 0
-        try:
-            async for chunk in self._response.aiter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > limit:
-                    return b"".join(chunks)[:limit], True
-        except httpx.HTTPError as exc:
-            raise self._fail(exc) from None
-        return b"".join(chunks), False
+        async for chunk in self._chunks():
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                return b"".join(parts)[:limit], True
+        return b"".join(parts), False
 
     async def lines(self, limit: int = DEFAULT_MAX_RESPONSE_BYTES) -> AsyncIterator[str]:
         """The body line by line, as it arrives (for server-sent events), decoded as UTF-8.
@@ -99,15 +107,12 @@ class EgressResponse:
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         splitter = _LineSplitter()
         size = 0
-        try:
-            async for chunk in self._response.aiter_bytes():
-                size += len(chunk)
-                if size > limit:
-                    raise self._too_long(limit)
-                for line in splitter.feed(decoder.decode(chunk)):
-                    yield line
-        except httpx.HTTPError as exc:
-            raise self._fail(exc) from None
+        async for chunk in self._chunks():
+            size += len(chunk)
+            if size > limit:
+                raise self._too_long(limit)
+            for line in splitter.feed(decoder.decode(chunk)):
+                yield line
         for line in splitter.feed(decoder.decode(b"", final=True)) + splitter.flush():
             yield line
 
@@ -189,8 +194,10 @@ class Egress:
         self.secrets = secrets
         self.total_timeout = _positive("total_timeout", total_timeout)
         self._redactor = Redactor(secrets)
-        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
-        self._guard = _GuardedTransport(self.policy, resolver or system_resolve, transport)
+        self._timeouts = (timeout, connect_timeout)
+        self._resolve = resolver or system_resolve
+        self._given = transport
+        self._guard: GuardedTransport | None = None
         self._client: httpx.AsyncClient | None = None
 
     def redact(self, text: str) -> str:
@@ -269,9 +276,7 @@ class Egress:
                     method, url, shown, headers, secret_headers, json, content, timeout
                 )
                 try:
-                    yield EgressResponse(
-                        raw, url=shown, fail=lambda exc: self._failure(method, shown, exc)
-                    )
+                    yield EgressResponse(raw, url=shown, fail=self._failure(method, shown))
                 finally:
                     await raw.aclose()
         except TimeoutError:
@@ -295,6 +300,8 @@ class Egress:
         content: bytes | None,
         timeout: float | None,
     ) -> httpx.Response:
+        from psych_runtime.model.egress import _transport
+
         all_headers = dict(headers or {})
         all_headers.update(await self._fill(secret_headers or {}))
         client = self._http()
@@ -305,7 +312,7 @@ class Egress:
                 headers=all_headers,
                 json=json,
                 content=content,
-                timeout=httpx.Timeout(timeout) if timeout is not None else self._timeout,
+                timeout=_transport.timeout(timeout) if timeout is not None else client.timeout,
             )
             return await client.send(request, stream=True)
         except EgressRefused as exc:
@@ -321,15 +328,19 @@ class Egress:
                 sent=exc.sent,
                 timed_out=exc.timed_out,
             ) from None
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise self._failure(method, shown, exc) from None
+        except _transport.HTTP_ERRORS as exc:
+            raise _transport.failure(method, shown, exc, self.redact) from None
 
     async def aclose(self) -> None:
         """Close every connection this egress holds, and the transport it was given."""
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
-        await self._guard.aclose()
+        guard, self._guard = self._guard, None
+        if guard is not None:
+            await guard.aclose()  # and the transport it was given
+        elif self._given is not None:
+            await self._given.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -344,13 +355,18 @@ class Egress:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                transport=self._guard,
-                timeout=self._timeout,
-                follow_redirects=False,
-                trust_env=False,
-            )
+            from psych_runtime.model.egress import _transport
+
+            if self._guard is None:
+                self._guard = _transport.GuardedTransport(self.policy, self._resolve, self._given)
+            self._client = _transport.client(self._guard, *self._timeouts)
         return self._client
+
+    def _failure(self, method: str, url: str) -> Callable[[Exception], EgressError]:
+        """How a failure while reading a response to `method` `url` is told."""
+        from psych_runtime.model.egress import _transport
+
+        return partial(_transport.failure, method, url, redact=self.redact)
 
     async def _fill(self, templates: Mapping[str, str]) -> dict[str, str]:
         filled: dict[str, str] = {}
@@ -372,95 +388,6 @@ class Egress:
         if value is None:
             raise SecretNotFound(name, repr(self.secrets))
         return value
-
-    def _failure(self, method: str, url: str, exc: Exception) -> EgressError:
-        if isinstance(exc, httpx.TimeoutException):
-            what = {
-                httpx.ConnectTimeout: "connecting",
-                httpx.ReadTimeout: "waiting for the response",
-                httpx.WriteTimeout: "sending the request",
-                httpx.PoolTimeout: "waiting for a free connection",
-            }.get(type(exc), "")
-            message = f"{method} {url}: timed out {what}".rstrip()
-            return EgressError(
-                f"{message}; retry later or raise the timeout",
-                url=url,
-                sent=not isinstance(exc, _NEVER_SENT),
-                timed_out=True,
-            )
-        retryable = isinstance(exc, httpx.TransportError) and not isinstance(
-            exc, httpx.UnsupportedProtocol
-        )
-        detail = self.redact(str(exc)) or type(exc).__name__
-        return EgressError(
-            f"{method} {url}: {type(exc).__name__}: {detail}",
-            url=url,
-            retryable=retryable,
-            sent=not isinstance(exc, _NEVER_SENT),
-        )
-
-
-class _GuardedTransport(httpx.AsyncBaseTransport):
-    """Checks each request against the policy, then sends it to the checked address."""
-
-    def __init__(
-        self,
-        policy: EgressPolicy,
-        resolve: HostResolver,
-        shared: httpx.AsyncBaseTransport | None,
-    ) -> None:
-        self._policy = policy
-        self._resolve = resolve
-        self._shared = shared
-        # One pool per host name: a connection made for one name is never reused for another
-        # name that resolves to the same address.
-        self._pools: dict[str, httpx.AsyncBaseTransport] = {}
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        shown = str(url.copy_with(query=None, fragment=None))
-        host = url.host
-        addresses = await checked_addresses(
-            self._policy, self._resolve, scheme=url.scheme, host=host, port=url.port, shown=shown
-        )
-        transport = self._pool(host)
-        failure: httpx.ConnectError | None = None
-        for address in addresses:
-            try:
-                return await transport.handle_async_request(_pinned(request, address))
-            except httpx.ConnectError as exc:
-                failure = exc  # try the host's next address
-        assert failure is not None
-        raise failure
-
-    async def aclose(self) -> None:
-        pools, self._pools = self._pools, {}
-        for pool in pools.values():
-            await pool.aclose()
-        if self._shared is not None:
-            await self._shared.aclose()
-
-    def _pool(self, host: str) -> httpx.AsyncBaseTransport:
-        if self._shared is not None:
-            return self._shared
-        pool = self._pools.get(host)
-        if pool is None:
-            pool = self._pools[host] = httpx.AsyncHTTPTransport(retries=0)
-        return pool
-
-
-def _pinned(request: httpx.Request, address: str) -> httpx.Request:
-    # The Host header stays the name; TLS is told the name for SNI and certificate checks.
-    extensions = dict(request.extensions)
-    if request.url.scheme == "https":
-        extensions.setdefault("sni_hostname", request.url.host)
-    return httpx.Request(
-        request.method,
-        request.url.copy_with(host=address),
-        headers=request.headers,
-        stream=request.stream,
-        extensions=extensions,
-    )
 
 
 def _positive(name: str, seconds: float) -> float:

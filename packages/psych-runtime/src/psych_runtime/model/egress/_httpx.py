@@ -15,12 +15,9 @@ from collections.abc import AsyncIterator, Mapping
 import httpx
 
 from psych_core import EgressError, EgressRefused
-from psych_runtime.model.egress._egress import (
-    _NEVER_SENT,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    _GuardedTransport,
-)
+from psych_runtime.model.egress._egress import DEFAULT_MAX_RESPONSE_BYTES
 from psych_runtime.model.egress._policy import EgressPolicy, HostResolver, system_resolve
+from psych_runtime.model.egress._transport import NEVER_SENT, GuardedTransport
 
 STREAM_READ_TIMEOUT = 300.0
 """Seconds to wait for each read: an event stream may stand silent while a peer works."""
@@ -53,7 +50,7 @@ def guarded_httpx_client(
             `EgressError` when that byte arrives (an event stream counts as one body).
     """
     transport = _CappedTransport(
-        _GuardedTransport(policy or EgressPolicy(), resolver or system_resolve, None),
+        GuardedTransport(policy or EgressPolicy(), resolver or system_resolve, None),
         max_response_bytes,
     )
     return httpx.AsyncClient(
@@ -75,7 +72,7 @@ def never_sent(exc: BaseException) -> bool:
     for _ in range(16):  # a cycle of causes cannot hold this
         if seen is None:
             return False
-        if isinstance(seen, (EgressRefused, *_NEVER_SENT)):
+        if isinstance(seen, (EgressRefused, *NEVER_SENT)):
             return True
         if isinstance(seen, EgressError):
             return not seen.sent
