@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from functools import cache
+from functools import lru_cache
 from typing import Literal, NoReturn
 
 from psych_core import Claim, LeaseLost, Record, RenewResult, RunNotFound
@@ -38,10 +38,10 @@ def claim_token() -> str:
     return f"claim:{secrets.token_hex(8)}"
 
 
-@cache
+@lru_cache(maxsize=256)
 def started_tail(worker_id: str) -> bytes:
     """The bytes of `worker_id`'s `AttemptStarted` records after their time: the same for
-    every claim it makes."""
+    every claim it makes (kept for the last few hundred workers a process has had)."""
     whole = record_json(started_record("", 0, 0, dt.datetime.now(dt.UTC), worker_id))
     return whole[whole.index(b',"body":') :]
 
