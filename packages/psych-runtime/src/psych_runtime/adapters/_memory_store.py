@@ -111,6 +111,12 @@ class _Run:
     signal_keys: set[str] = field(default_factory=set)
 
 
+def _claim_order(run: _Run) -> tuple[bool, dt.datetime, int]:
+    """A run whose lease expired (it still names its owner) first: its worker died with it
+    started. Then the smallest runnable_at, then the earliest created."""
+    return (run.row.lease_owner is None, run.row.runnable_at or NEVER_BEFORE, run.order)
+
+
 class MemoryStore(Store):
     """A `Store` in this process's memory.
 
@@ -121,6 +127,9 @@ class MemoryStore(Store):
     def __init__(self, *, clock: Callable[[], dt.datetime] | None = None) -> None:
         self._clock = clock or _utc_now
         self._runs: dict[str, _Run] = {}
+        # The runs not known to have ended: a claim looks at these, not at every run the store
+        # has held (`_open_runs` drops the ended and the deleted).
+        self._open: dict[str, _Run] = {}
         self._keys: dict[tuple[str, str], str] = {}
         self._specs: dict[str, str] = {}
         self._order = 0
@@ -173,8 +182,11 @@ class MemoryStore(Store):
             created_at=now,
             updated_at=now,
         )
-        self._runs[run.run_id] = _Run(row, self._order, run.idempotency_key, run.request_hash)
-        self._runs[run.run_id].log.extend(checked.bodies)
+        kept = self._runs[run.run_id] = _Run(
+            row, self._order, run.idempotency_key, run.request_hash
+        )
+        kept.log.extend(checked.bodies)
+        self._open[run.run_id] = kept
         if run.idempotency_key is not None:
             self._keys[(run.tenant, run.idempotency_key)] = run.run_id
         self._notify()
@@ -239,7 +251,7 @@ class MemoryStore(Store):
         check_claim(ttl, max_attempts)
         now = self._clock()
         if run_id is None:
-            candidates = list(self._runs.values())
+            candidates = self._open_runs()
         else:
             candidates = [self._runs[run_id]] if run_id in self._runs else []
         ready = [
@@ -249,16 +261,13 @@ class MemoryStore(Store):
             and run.row.runnable_at <= now
             and run.row.status not in FINAL_STATUSES
         ]
-        # A run whose lease expired (it still names its owner) first: its worker died with it
-        # started. Then the smallest runnable_at, then the earliest created.
-        ready.sort(
-            key=lambda r: (r.row.lease_owner is None, r.row.runnable_at or NEVER_BEFORE, r.order)
-        )
         exhausted = False
-        for run in ready:
+        while ready:
+            run = min(ready, key=_claim_order)
             if run.row.claims >= max_attempts:
                 self._exhaust(run, max_attempts, now)
                 exhausted = True
+                ready.remove(run)
                 continue
             claim = self._start(run, worker_id, ttl, now)
             self._notify()
@@ -266,6 +275,18 @@ class MemoryStore(Store):
         if exhausted:
             self._notify()
         return None
+
+    def _open_runs(self) -> list[_Run]:
+        """The runs that have not ended, once those that ended or were deleted since the last
+        look are dropped (a run that has ended never runs again)."""
+        gone = [
+            run_id
+            for run_id, run in self._open.items()
+            if run.row.status in FINAL_STATUSES or self._runs.get(run_id) is not run
+        ]
+        for run_id in gone:
+            del self._open[run_id]
+        return list(self._open.values())
 
     def _start(self, run: _Run, worker_id: str, ttl: dt.timedelta, now: dt.datetime) -> Claim:
         row = run.row
@@ -358,7 +379,7 @@ class MemoryStore(Store):
         """Waiting runs claimable at `now`, oldest first."""
         found = [
             run
-            for run in self._runs.values()
+            for run in self._open_runs()
             if run.row.status == "waiting"
             and run.row.runnable_at is not None
             and run.row.runnable_at <= now
