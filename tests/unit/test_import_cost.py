@@ -37,6 +37,8 @@ from psych_runtime.a2a import RunRequestHandler, agent_card
 print(" ".join(loaded()) or "-")
 print(RunRequestHandler.__module__, agent_card.__module__)
 print(psych_runtime.a2a.RunRequestHandler is RunRequestHandler)
+import importlib.util
+print(importlib.util.find_spec("a2a") is not None)
 """
 
 
@@ -45,9 +47,12 @@ def test_importing_psych_runtime_leaves_the_a2a_server_side_unloaded() -> None:
         [sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    before, after, modules, same = done.stdout.splitlines()
+    before, after, modules, same, sdk = done.stdout.splitlines()
     assert before == "-"
-    assert {"a2a", "fastapi", "starlette", "httpx"} <= set(after.split())
+    if sdk == "True":  # the a2a extra is installed: asking for the names loads the SDK
+        assert "a2a" in after.split()
+    else:  # without it the names are stand-ins that say what to install, and load nothing
+        assert after == "-"
     assert modules == "psych_runtime.a2a psych_runtime.a2a"
     assert same == "True"
 
