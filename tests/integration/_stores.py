@@ -7,7 +7,7 @@ from psych_runtime.ports import Store
 
 def open_store(url: str) -> Store:
     """A store for `url`: ``sqlite:///path/to/file``, ``memory:`` (this process only),
-    ``postgresql://...?schema=NAME&max_size=N`` or ``mysql://user@host:port/database``."""
+    ``postgresql://...?schema=NAME&max_size=N&retry_for=S`` or ``mysql://user@host:port/database``."""
     if url.startswith("sqlite:///"):
         from psych_store_sqlite import SQLiteStore
 
@@ -17,8 +17,8 @@ def open_store(url: str) -> Store:
 
         return MemoryStore()
     if url.startswith(("postgresql://", "postgres://")):
-        # postgresql://user:pw@host:port/db?schema=NAME&max_size=N: the two store options are
-        # taken out of the query; the rest is the DSN asyncpg reads.
+        # postgresql://user:pw@host:port/db?schema=NAME&max_size=N&retry_for=S: the store's
+        # options are taken out of the query; the rest is the DSN asyncpg reads.
         from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
         from psych_store_postgres import PostgresStore
@@ -27,8 +27,9 @@ def open_store(url: str) -> Store:
         options = dict(parse_qsl(parts.query))
         schema = options.pop("schema", "psych")
         max_size = int(options.pop("max_size", "10"))
+        retry_for = float(options.pop("retry_for", "10"))
         dsn = urlunsplit(parts._replace(query=urlencode(options)))
-        return PostgresStore(dsn, schema=schema, max_size=max_size)
+        return PostgresStore(dsn, schema=schema, max_size=max_size, retry_for=retry_for)
     if url.startswith(("mysql://", "mariadb://")):
         from psych_store_mysql import MySQLStore
 

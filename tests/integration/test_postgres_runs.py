@@ -218,7 +218,12 @@ async def test_workers_ride_through_the_server_dropping_every_connection(tmp_pat
     database = f"psych_restart_{uuid.uuid4().hex[:12]}"
     await admin.execute(f"CREATE DATABASE {database}")
     runs_dsn = _with_database(test_dsn(), database)
-    url = f"{runs_dsn}?schema=psych&max_size=4"
+    # Two outages 0.5 s apart can keep one operation from the database for about 10 s: one
+    # begun in the first outage's refusals reconnects, then waits on the second's held row
+    # lock (up to 5 s) until it is cut and refused again for 2 s, and `retry_for` counts all
+    # of it. The store promises to keep trying for `retry_for`, so the workers get longer
+    # than these outages take together, not the default 10 s they can just exceed.
+    url = f"{runs_dsn}?schema=psych&max_size=4&retry_for=30"
     ledger, log = tmp_path / "ledger.txt", tmp_path / "workers.log"
     await asyncio.to_thread(ledger.touch)
     store = open_store(url)
