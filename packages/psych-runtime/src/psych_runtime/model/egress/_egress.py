@@ -59,7 +59,6 @@ class EgressResponse:
         # httpx is loaded by now: a response exists only once a request went out.
         from psych_runtime.model.egress._transport import chunks
 
-        self._response = response
         self._chunks = partial(chunks, response, fail)
         self.status: int = response.status_code
         self.headers: Mapping[str, str] = response.headers
