@@ -11,9 +11,13 @@ import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import asyncpg
 import pytest
+
+from psych_store_postgres import PostgresStore
+from tests._pg_proxy import PgProxy, proxy_to
 
 DSN_VARIABLE = "PSYCH_TEST_POSTGRES_DSN"
 DEFAULT_DSN = "postgresql://psych:psych@127.0.0.1:5432/psych_test"
@@ -63,3 +67,18 @@ async def fresh_schema() -> AsyncIterator[str]:
         yield name
     finally:
         await drop_schema(name)
+
+
+@contextlib.asynccontextmanager
+async def store_behind_proxy(
+    schema: str, **options: Any
+) -> AsyncIterator[tuple[PgProxy, PostgresStore]]:
+    """A migrated `PostgresStore` of `schema` that reaches the test server through a
+    `PgProxy` (which counts its round trips and cuts its connections); `options` are the
+    store's (pool sizes, mostly)."""
+    async with (
+        proxy_to(test_dsn()) as proxy,
+        PostgresStore(proxy.dsn, schema=schema, **options) as store,
+    ):
+        await store.migrate()
+        yield proxy, store

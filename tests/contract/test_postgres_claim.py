@@ -15,8 +15,7 @@ from psych_core.ports import record_json, started_record
 from psych_store_postgres import PostgresStore
 from psych_store_postgres._leases import started_tail
 from psych_store_postgres._sql import started_body
-from tests._pg_proxy import proxy_to
-from tests._postgres import connect, fresh_schema, test_dsn
+from tests._postgres import connect, fresh_schema, store_behind_proxy, test_dsn
 from tests.contract.test_postgres_store import LEASE, admit
 
 pytestmark = pytest.mark.contract
@@ -125,11 +124,7 @@ async def test_a_claim_is_recorded_as_its_claim_says(schema: str) -> None:
 
 
 async def test_a_claim_whose_answer_was_lost_returns_the_run_it_took(schema: str) -> None:
-    async with (
-        proxy_to(test_dsn()) as proxy,
-        PostgresStore(proxy.dsn, schema=schema, max_size=2) as store,
-    ):
-        await store.migrate()
+    async with store_behind_proxy(schema, max_size=2) as (proxy, store):
         assert await store.claim("warm", LEASE, run_id=await admit(store)) is not None
         await admit(store)
         assert await store.claim("warm", LEASE) is not None  # the claim's statement prepared
@@ -149,11 +144,7 @@ async def test_a_claim_whose_answer_was_lost_returns_the_run_it_took(schema: str
 
 
 async def test_a_claim_cut_before_it_was_sent_takes_a_run_once(schema: str) -> None:
-    async with (
-        proxy_to(test_dsn()) as proxy,
-        PostgresStore(proxy.dsn, schema=schema, max_size=2) as store,
-    ):
-        await store.migrate()
+    async with store_behind_proxy(schema, max_size=2) as (proxy, store):
         run_id = await admit(store)
         assert await store.claim("warm", LEASE) is not None
         later = await admit(store)

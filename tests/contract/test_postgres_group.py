@@ -21,8 +21,7 @@ from psych_core import (
     Store,
 )
 from psych_store_postgres import PostgresStore
-from tests._pg_proxy import proxy_to
-from tests._postgres import connect, fresh_schema, test_dsn
+from tests._postgres import connect, fresh_schema, store_behind_proxy, test_dsn
 from tests.contract.test_postgres_store import LEASE, RUNNING, admit, claimed, step
 
 pytestmark = pytest.mark.contract
@@ -98,11 +97,7 @@ async def test_a_group_is_one_transaction(store: PostgresStore) -> None:
 
 
 async def test_a_group_is_one_round_trip(schema: str) -> None:
-    async with (
-        proxy_to(test_dsn()) as proxy,
-        PostgresStore(proxy.dsn, schema=schema, min_size=1, max_size=1) as store,
-    ):
-        await store.migrate()
+    async with store_behind_proxy(schema, min_size=1, max_size=1) as (proxy, store):
         # Warm: the group statement is prepared once per connection.
         assert await store.append_many(await group_of(store, (1, 2))) == [AppendResult(0)] * 2
         group = await group_of(store, (1, 2, 1, 3, 1, 1, 2, 1))
@@ -240,11 +235,7 @@ async def test_a_failed_group_statement_ends_each_append_as_append_would(
 
 
 async def test_a_group_whose_answer_was_lost_is_written_once(schema: str) -> None:
-    async with (
-        proxy_to(test_dsn()) as proxy,
-        PostgresStore(proxy.dsn, schema=schema, max_size=2) as store,
-    ):
-        await store.migrate()
+    async with store_behind_proxy(schema, max_size=2) as (proxy, store):
         group = await group_of(store, (2, 1, 3))
         proxy.cut_next_answer()
         assert await store.append_many(group) == [AppendResult(0)] * 3

@@ -37,7 +37,14 @@ from psych_runtime.testing.store_contract import StoreContract
 from psych_store_postgres import SCHEMA_VERSION, PostgresStore
 from psych_store_postgres._schema import advisory_key
 from tests._pg_proxy import proxy_to
-from tests._postgres import connect, drop_schema, fresh_schema, new_schema, test_dsn
+from tests._postgres import (
+    connect,
+    drop_schema,
+    fresh_schema,
+    new_schema,
+    store_behind_proxy,
+    test_dsn,
+)
 
 pytestmark = pytest.mark.contract
 
@@ -251,11 +258,7 @@ async def test_a_schema_a_newer_release_migrated_is_ahead(store: PostgresStore) 
 
 
 async def test_an_append_is_one_round_trip(schema: str) -> None:
-    async with (
-        proxy_to(test_dsn()) as proxy,
-        PostgresStore(proxy.dsn, schema=schema, min_size=1, max_size=1) as store,
-    ):
-        await store.migrate()
+    async with store_behind_proxy(schema, min_size=1, max_size=1) as (proxy, store):
         run_id, attempt = await claimed(store)
         seq = 2
         # Warm: each statement is prepared once per connection (one-record batches have a
@@ -298,11 +301,7 @@ async def test_an_append_is_one_round_trip(schema: str) -> None:
 async def test_an_append_whose_answer_was_lost_is_sent_again_and_written_once(
     schema: str,
 ) -> None:
-    async with (
-        proxy_to(test_dsn()) as proxy,
-        PostgresStore(proxy.dsn, schema=schema, max_size=2) as store,
-    ):
-        await store.migrate()
+    async with store_behind_proxy(schema, max_size=2) as (proxy, store):
         parent = await admit(store)
         parent_claim = await store.claim("w", LEASE, run_id=parent)
         assert parent_claim is not None
@@ -336,11 +335,7 @@ async def test_an_append_whose_answer_was_lost_is_sent_again_and_written_once(
 
 
 async def test_a_claim_cut_before_its_commit_is_taken_again(schema: str) -> None:
-    async with (
-        proxy_to(test_dsn()) as proxy,
-        PostgresStore(proxy.dsn, schema=schema, max_size=2) as store,
-    ):
-        await store.migrate()
+    async with store_behind_proxy(schema, max_size=2) as (proxy, store):
         run_id = await admit(store)
         proxy.cut_next_answer()  # the pick's answer: the transaction is rolled back
         claim = await store.claim("worker-1", LEASE, run_id=run_id)
@@ -351,11 +346,7 @@ async def test_a_claim_cut_before_its_commit_is_taken_again(schema: str) -> None
 
 
 async def test_calls_ride_through_every_connection_being_cut(schema: str) -> None:
-    async with (
-        proxy_to(test_dsn()) as proxy,
-        PostgresStore(proxy.dsn, schema=schema, max_size=3) as store,
-    ):
-        await store.migrate()
+    async with store_behind_proxy(schema, max_size=3) as (proxy, store):
         run_id, attempt = await claimed(store)
         for seq in range(2, 12):
             proxy.cut_all()
