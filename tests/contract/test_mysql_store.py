@@ -288,9 +288,11 @@ async def test_round_trips_per_call(database: str, proxy: Proxy) -> None:
     async with MySQLStore(via(proxy, database)) as store:
         await store.migrate()
         await admit(store, "run-1")
+        before = proxy.commands
         claim = await store.claim("worker-1", LEASE)
-        assert claim is not None
-        costs: dict[str, int] = {}
+        costs: dict[str, int] = {"first claim, which brings record 0": proxy.commands - before}
+        assert claim is not None and claim.log is not None
+        assert [*claim.log, claim.record] == await store.read("run-1")
 
         async def cost(name: str, call: object) -> None:
             before = proxy.commands
@@ -312,6 +314,7 @@ async def test_round_trips_per_call(database: str, proxy: Proxy) -> None:
         await cost("read", store.read("run-1"))
         await cost("delete_run", store.delete_run(TENANT, "run-3"))
     assert costs == {
+        "first claim, which brings record 0": 3,  # its read rides on the attempt's writes
         "append": 2,  # the writes, then COMMIT
         "append of three records": 2,
         "re-sent append": 2,  # the batch is refused, then rolled back as a read recognises it

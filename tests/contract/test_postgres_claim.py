@@ -10,8 +10,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bench._agent import StepModel, admit_runs, step
 from psych_core import Record
 from psych_core.ports import record_json, started_record
+from psych_runtime import Runtime, Worker
 from psych_store_postgres import PostgresStore
 from psych_store_postgres._leases import started_tail
 from psych_store_postgres._sql import started_body
@@ -156,3 +158,29 @@ async def test_a_claim_cut_before_it_was_sent_takes_a_run_once(schema: str) -> N
         assert await store.claim("worker-1", LEASE) is None
         row = await store.get_run("t", run_id)
         assert row is not None and row.lease_owner == "warm"
+
+
+async def test_a_first_claim_brings_record_0_and_a_later_one_nothing(schema: str) -> None:
+    async with PostgresStore(test_dsn(), schema=schema, max_size=2) as store:
+        await store.migrate()
+        run_id = await admit(store)
+        first = await store.claim("w-1", LEASE)
+        assert first is not None and first.log is not None
+        assert [*first.log, first.record] == await store.read(run_id)
+        await store.release(run_id, first.attempt)
+        again = await store.claim("w-2", LEASE)
+        assert again is not None and again.run_id == run_id
+        assert again.log is None, "a later attempt's log is longer: the attempt reads it"
+
+
+async def test_a_worker_does_not_read_the_log_of_a_run_it_claims_first(schema: str) -> None:
+    # Per run of 2 tool calls: its claim and its 5 appends (3 model turns, 2 results); no
+    # read of its log, which came with the claim. One claim more finds nothing left.
+    async with store_behind_proxy(schema, min_size=1, max_size=1) as (proxy, store):
+        runtime = Runtime(model=StepModel(2), tools=[step])
+        await admit_runs(store, 2, 2)
+        await Worker(store, runtime, poll_interval=0.01).run_until_idle()  # statements prepared
+        await admit_runs(store, 3, 2)
+        proxy.sent.clear()
+        await Worker(store, runtime, poll_interval=0.01).run_until_idle()
+        assert proxy.round_trips == 3 * (1 + 5) + 1, proxy.sent

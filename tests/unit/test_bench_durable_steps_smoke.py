@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from bench import durable_steps
+from bench._agent import SCOPE
 from bench._recovery import Recovery
-from bench._stores import floor_runs_per_s
+from bench._stores import floor_runs_per_s, fresh_store
+from psych_runtime import RunQuery
 
 
 async def test_the_command_prints_every_figure_and_a_machine_readable_line(
@@ -68,3 +70,15 @@ def test_the_recovery_rows_say_what_was_measured() -> None:
         f"{head}: SIGKILL -> next attempt (s)": "3.50",
         f"{head}: queued runs started before it": "299 of 300",
     }
+
+
+async def test_the_warm_up_runs_are_served_before_the_clock_and_not_counted(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'warm.sqlite'}"
+    _, steps_per_run, _ = await durable_steps.per_step(url, 3, 2)
+    assert steps_per_run == 5, "2 calls a run: 3 model turns and 2 results; the warm run left out"
+    async with fresh_store(f"sqlite:///{tmp_path / 'warmed.sqlite'}") as store:
+        await durable_steps.warm_up(store, 4, 2)
+        runs = await store.list_runs(SCOPE.tenant, RunQuery())
+        assert [run.status for run in runs.items] == ["completed"] * 4

@@ -11,10 +11,10 @@ else the oldest claimable run::
 
 so claimers never wait for each other: a row another claimer holds is skipped. The second
 writes the ``AttemptStarted`` record (its body is built here, from the server's time) and the
-new lease; the third is the ``COMMIT``, sent once both writes reported their row (see
-`_transaction`). Leases are the server's time plus the ttl: every host compares them with the
-same clock. `renew` and `release` write one statement each, all or nothing by itself, and
-stay one round trip.
+new lease, and for a run's first claim reads its record 0 (`Claim.log`); the third is the
+``COMMIT``, sent once both writes reported their row (see `_transaction`). Leases are the
+server's time plus the ttl: every host compares them with the same clock. `renew` and `release`
+write one statement each, all or nothing by itself, and stay one round trip.
 """
 
 from __future__ import annotations
@@ -144,17 +144,24 @@ async def _start(
     record = started_record(run_id, seq, attempt, now, worker_id)
     expires = now + lease
     until = stamp(expires, "lease expiry")
+    run = identifier(run_id, "run id")
+    # A run's first claim also reads its log (record 0 alone), sparing the attempt a read.
+    first = (
+        f";\nSELECT body FROM psych_records WHERE run_id = {run} AND seq = 0" if seq == 1 else ""
+    )
     answers = await conn.batch(
         f"{_insert_record(record)};\n"
         f"UPDATE psych_runs SET attempt = {integer(attempt)}, status = 'running', "
         f"waiting = NULL, lease_owner = {identifier(worker_id, 'worker id')}, "
         f"lease_expires_at = {until}, "
         f"runnable_at = {until}, next_seq = {integer(seq + 1)}, claims = claims + 1, "
-        f"updated_at = {stamp(now, 'now')} WHERE run_id = {identifier(run_id, 'run id')}"
+        f"updated_at = {stamp(now, 'now')} WHERE run_id = {run}{first}"
     )
     what = f"run {run_id}: the claim of attempt {attempt} by {worker_id} (seq {seq})"
     await commit(conn, _unwritten(what, answers))
-    return Claim(run_id, tenant, attempt, expires, record, inbox_last)
+    found = answers[2].rows if first else ()
+    log = (Record.model_validate_json(found[0][0]),) if found else None
+    return Claim(run_id, tenant, attempt, expires, record, inbox_last, log)
 
 
 async def renew(conn: Connection, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:

@@ -3,8 +3,10 @@
 The claim of any run is one statement in autocommit (`claim_any`): it locks the oldest
 claimable row with ``FOR UPDATE SKIP LOCKED`` on the index over ``runnable_at``, so claimers
 racing for work each take a different run without waiting, writes the new attempt into the row
-and appends its `AttemptStarted` record. The record's time and the lease's expiry come from the
-database's clock, so the record's bytes are written by the statement (`_sql.started_body`).
+and appends its `AttemptStarted` record; for a run's first claim it also reads record 0, the
+whole log before it (`Claim.log`), which spares the attempt a read of its log. The record's
+time and the lease's expiry come from the database's clock, so the record's bytes are written
+by the statement (`_sql.started_body`).
 Each claim carries a token, kept as its record's batch id: when the answer is lost, the claim
 sent again first looks for its token (`claim_landed`) and returns the run it took, so a run is
 never left leased to a claim nobody heard.
@@ -86,7 +88,10 @@ async def claim_any(
     attempt = row["attempt"] + 1
     started = started_record(row["run_id"], row["next_seq"], attempt, aware(row["now"]), worker_id)
     expires = aware(row["lease_expires_at"])
-    return Claim(row["run_id"], row["tenant"], attempt, expires, started, row["inbox_last"])
+    # A run's first claim brings its log, record 0 alone, read by the same statement.
+    first = row["first_body"]
+    log = None if first is None else (Record.model_validate_json(first),)
+    return Claim(row["run_id"], row["tenant"], attempt, expires, started, row["inbox_last"], log)
 
 
 async def claim(

@@ -330,7 +330,10 @@ class Sql:
                     FROM picked p JOIN run USING (run_id)
                 )
                 SELECT p.run_id, p.tenant, p.attempt, p.next_seq, p.inbox_last, p.now,
-                    run.lease_expires_at, {tell_watchers("p.run_id")}
+                    run.lease_expires_at, {tell_watchers("p.run_id")},
+                    CASE WHEN p.next_seq = 1 AND run.run_id IS NOT NULL THEN
+                        (SELECT body FROM {s}.records WHERE run_id = p.run_id AND seq = 0)
+                    END AS first_body
                 FROM picked p LEFT JOIN run USING (run_id)
             """,
             # The claim whose token is $3, if it landed and its lease (by $1, `ttl` $2

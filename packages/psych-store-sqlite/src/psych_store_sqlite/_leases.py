@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from psych_core import Claim, LeaseLost, RunNotFound
+from psych_core import Claim, LeaseLost, Record, RunNotFound
 from psych_core.ports import exhausted_record, started_record
 from psych_store_sqlite._append import INSERT_RECORD
 from psych_store_sqlite._reads import FINAL, NOT_FINAL
@@ -33,6 +33,7 @@ _START = (
     "lease_expires_at = ?, runnable_at = ?, next_seq = ?, updated_at = ?, claims = claims + 1 "
     "WHERE run_id = ?"
 )
+_RECORD_0 = "SELECT body FROM psych_records WHERE run_id = ? AND seq = 0"
 _EXHAUST = (
     "UPDATE psych_runs SET status = 'failed', waiting = NULL, lease_owner = NULL, "
     "lease_expires_at = NULL, runnable_at = NULL, next_seq = ?, updated_at = ? WHERE run_id = ?"
@@ -76,7 +77,11 @@ def _start(
     record = started_record(run_id, seq, attempt, from_micros(now), worker_id)
     conn.execute(INSERT_RECORD, (run_id, seq, attempt, None, record.model_dump_json()))
     conn.execute(_START, (attempt, worker_id, expires, expires, seq + 1, now, run_id))
-    return Claim(run_id, tenant, attempt, from_micros(expires), record, inbox_last)
+    # A run's first claim brings its log (record 0 alone), sparing the attempt a read.
+    # (None when record 0 is not there: the attempt's read then finds the log as it is.)
+    found = conn.execute(_RECORD_0, (run_id,)).fetchone() if seq == 1 else None
+    log = None if found is None else (Record.model_validate_json(found[0]),)
+    return Claim(run_id, tenant, attempt, from_micros(expires), record, inbox_last, log)
 
 
 def _exhaust(

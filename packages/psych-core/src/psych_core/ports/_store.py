@@ -131,6 +131,12 @@ class Claim:
             that an attempt with nothing new in its inbox need not read it; None when the
             store does not say, and the attempt reads the inbox first. The store contract
             checks that a store's claim says it exactly.
+        log: the run's records before `record`, when the store read them with the claim
+            (a store may bring them for a run's first claim, whose log is its record 0
+            alone), so that the attempt need not read its log again; exactly what `read`
+            returns before `record.seq`, which the store contract checks. None: the attempt
+            reads the log. A wrapper that changes what `read` returns (as `OffloadingStore`
+            restores bodies kept as blobs) changes these records alike, or drops them.
     """
 
     run_id: str
@@ -139,6 +145,7 @@ class Claim:
     lease_expires_at: dt.datetime
     record: Record
     inbox_last: int | None = None
+    log: tuple[Record, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

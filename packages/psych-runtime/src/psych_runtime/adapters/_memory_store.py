@@ -293,6 +293,8 @@ class MemoryStore(Store):
         attempt = row.attempt + 1
         expires = now + ttl
         record = started_record(row.run_id, row.next_seq, attempt, now, worker_id)
+        # A first claim brings the log before it (record 0 alone), as the SQL stores do.
+        log = None if row.next_seq != 1 else (Record.model_validate_json(run.log[0]),)
         run.log.append(record_json(record))
         run.row = replace(
             row,
@@ -306,7 +308,7 @@ class MemoryStore(Store):
             updated_at=now,
             claims=row.claims + 1,
         )
-        return Claim(row.run_id, row.tenant, attempt, expires, record, row.inbox_last)
+        return Claim(row.run_id, row.tenant, attempt, expires, record, row.inbox_last, log)
 
     def _exhaust(self, run: _Run, max_attempts: int, now: dt.datetime) -> None:
         row = run.row

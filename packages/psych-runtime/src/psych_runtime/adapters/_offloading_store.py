@@ -160,11 +160,15 @@ class OffloadingStore(Store):
         run_id: str | None = None,
         max_attempts: int = 10,
     ) -> Claim | None:
-        """See `Store.claim`."""
+        """See `Store.claim`; the log a claim brings (`Claim.log`) comes back whole, as
+        `read`'s does."""
         claim = await self.store.claim(worker_id, ttl, run_id=run_id, max_attempts=max_attempts)
-        if claim is not None:
-            self._remember(claim.run_id, claim.tenant)
-        return claim
+        if claim is None:
+            return None
+        self._remember(claim.run_id, claim.tenant)
+        if claim.log is None:
+            return claim
+        return replace(claim, log=tuple([await self._restore(record) for record in claim.log]))
 
     async def renew(self, run_id: str, attempt: int, ttl: dt.timedelta) -> RenewResult:
         """See `Store.renew`."""

@@ -151,8 +151,11 @@ async def _execute(
     feed: TelemetryFeed,
     appends: Appender,
 ) -> RunState:
+    # A claim that brought the log before its record (a run's first claim, on a store that
+    # reads record 0 with it) spares the attempt a read of the log.
+    known = None if claim.log is None else [*claim.log, claim.record]
     try:
-        records, state = await load_log(store, claim.run_id)
+        records, state = await load_log(store, claim.run_id, known)
     except CorruptLog as corrupt:
         return await fail_corrupt(store, claim, corrupt, runtime)
     assert state.admitted is not None

@@ -55,8 +55,12 @@ async def load_state(store: Store, run_id: str) -> RunState:
     return state
 
 
-async def load_log(store: Store, run_id: str) -> tuple[list[Record], RunState]:
-    """The run's whole log, and the log folded with its spec."""
-    records = await store.read(run_id)
+async def load_log(
+    store: Store, run_id: str, records: list[Record] | None = None
+) -> tuple[list[Record], RunState]:
+    """The run's whole log (`records` when the caller has it already, else read), and the
+    log folded with its spec."""
+    if records is None:
+        records = await store.read(run_id)
     spec = await load_spec(store, run_id, records)
     return records, fold_all(RunState.empty(run_id, spec), records)

@@ -80,6 +80,24 @@ class ClaimContract(StoreHarness):
         assert third is not None
         assert third.inbox_last == 3
 
+    async def test_a_claim_that_brings_the_log_brings_it_exactly(self, store: Store) -> None:
+        # An attempt folds `claim.log` and the claim's record instead of reading its log:
+        # they must be the log, record for record. None is always allowed.
+        run_id = await self.admit(store)
+        first = await store.claim("worker-1", LEASE)
+        assert first is not None
+        if first.log is not None:
+            assert [*first.log, first.record] == await store.read(run_id)
+        await store.append(run_id, 1, batch_of([entry(run_id, 2, 1)]))
+        await store.release(run_id, first.attempt)
+        for given in (None, run_id):  # any run, then this one, each a later attempt
+            again = await store.claim("worker-2", LEASE, run_id=given)
+            assert again is not None
+            assert again.run_id == run_id
+            if again.log is not None:
+                assert [*again.log, again.record] == await store.read(run_id)
+            await store.release(run_id, again.attempt)
+
     async def test_nothing_runnable_claims_nothing(self, store: Store) -> None:
         assert await store.claim("worker-1", LEASE) is None
         await self.admit_and_claim(store)
