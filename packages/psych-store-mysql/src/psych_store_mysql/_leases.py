@@ -23,7 +23,7 @@ import datetime as dt
 from typing import Any
 
 from psych_core import Claim, LeaseLost, Record, RenewResult, RunNotFound
-from psych_core.ports import check_ttl, exhausted_record, started_record
+from psych_core.ports import check_ttl, exhausted_record, first_claim_log, started_record
 from psych_store_mysql._driver import Connection, Result
 from psych_store_mysql._literals import (
     NEVER_BEFORE_SQL,
@@ -160,7 +160,7 @@ async def _start(
     what = f"run {run_id}: the claim of attempt {attempt} by {worker_id} (seq {seq})"
     await commit(conn, _unwritten(what, answers))
     found = answers[2].rows if first else ()
-    log = (Record.model_validate_json(found[0][0]),) if found else None
+    log = first_claim_log(found[0][0] if found else None)
     return Claim(run_id, tenant, attempt, expires, record, inbox_last, log)
 
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Literal, NoReturn
 
 from psych_core import Claim, LeaseLost, Record, RenewResult, RunNotFound
-from psych_core.ports import exhausted_record, record_json, started_record
+from psych_core.ports import exhausted_record, first_claim_log, record_json, started_record
 from psych_store_postgres._connections import Connection
 from psych_store_postgres._errors import ClaimUnknown, NotCommitted, lost
 from psych_store_postgres._rows import aware
@@ -89,8 +89,7 @@ async def claim_any(
     started = started_record(row["run_id"], row["next_seq"], attempt, aware(row["now"]), worker_id)
     expires = aware(row["lease_expires_at"])
     # A run's first claim brings its log, record 0 alone, read by the same statement.
-    first = row["first_body"]
-    log = None if first is None else (Record.model_validate_json(first),)
+    log = first_claim_log(row["first_body"])
     return Claim(row["run_id"], row["tenant"], attempt, expires, started, row["inbox_last"], log)
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from psych_core import Claim, LeaseLost, Record, RunNotFound
-from psych_core.ports import exhausted_record, started_record
+from psych_core import Claim, LeaseLost, RunNotFound
+from psych_core.ports import exhausted_record, first_claim_log, started_record
 from psych_store_sqlite._append import INSERT_RECORD
 from psych_store_sqlite._reads import FINAL, NOT_FINAL
 from psych_store_sqlite._time import NEVER_BEFORE_MICROS, from_micros, now_micros
@@ -78,9 +78,8 @@ def _start(
     conn.execute(INSERT_RECORD, (run_id, seq, attempt, None, record.model_dump_json()))
     conn.execute(_START, (attempt, worker_id, expires, expires, seq + 1, now, run_id))
     # A run's first claim brings its log (record 0 alone), sparing the attempt a read.
-    # (None when record 0 is not there: the attempt's read then finds the log as it is.)
     found = conn.execute(_RECORD_0, (run_id,)).fetchone() if seq == 1 else None
-    log = None if found is None else (Record.model_validate_json(found[0]),)
+    log = first_claim_log(None if found is None else found[0])
     return Claim(run_id, tenant, attempt, from_micros(expires), record, inbox_last, log)
 
 

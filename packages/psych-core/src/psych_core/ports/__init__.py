@@ -14,6 +14,7 @@ from psych_core.ports._claim_rules import (
     check_claim,
     check_ttl,
     exhausted_record,
+    first_claim_log,
     started_record,
 )
 from psych_core.ports._closing import Closing
@@ -143,6 +144,7 @@ __all__ = [
     "check_ttl",
     "cursor_position",
     "exhausted_record",
+    "first_claim_log",
     "judge_append",
     "migrations_after",
     "page_of",

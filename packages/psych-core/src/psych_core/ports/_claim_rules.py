@@ -1,9 +1,12 @@
 """What every store's claim checks and writes alike: its arguments, checked before anything is
-sent (`renew`'s ttl too), and the two records a claim can append."""
+sent (`renew`'s ttl too), the two records a claim can append, and the log a first claim may
+bring back."""
 
 from __future__ import annotations
 
 import datetime as dt
+
+from pydantic import ValidationError
 
 from psych_core._records import AttemptStarted, Record, attempts_exhausted
 
@@ -36,6 +39,18 @@ def started_record(run_id: str, seq: int, attempt: int, at: dt.datetime, worker_
     return Record(
         run_id=run_id, seq=seq, attempt=attempt, at=at, body=AttemptStarted(worker_id=worker_id)
     )
+
+
+def first_claim_log(record_0: bytes | str | None) -> tuple[Record, ...] | None:
+    """`Claim.log` for a run's first claim, from its record 0 as the store keeps it: None when
+    there is none or it does not decode, so that the attempt reads its log and meets what is
+    wrong with it where it always did, never in the claim."""
+    if record_0 is None:
+        return None
+    try:
+        return (Record.model_validate_json(record_0),)
+    except ValidationError:
+        return None
 
 
 def exhausted_record(

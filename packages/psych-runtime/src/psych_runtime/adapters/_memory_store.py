@@ -47,6 +47,7 @@ from psych_core.ports import (
     check_ttl,
     cursor_position,
     exhausted_record,
+    first_claim_log,
     judge_append,
     page_of,
     record_json,
@@ -294,7 +295,7 @@ class MemoryStore(Store):
         expires = now + ttl
         record = started_record(row.run_id, row.next_seq, attempt, now, worker_id)
         # A first claim brings the log before it (record 0 alone), as the SQL stores do.
-        log = None if row.next_seq != 1 else (Record.model_validate_json(run.log[0]),)
+        log = first_claim_log(run.log[0]) if row.next_seq == 1 else None
         run.log.append(record_json(record))
         run.row = replace(
             row,
