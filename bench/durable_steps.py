@@ -22,7 +22,10 @@ is the store's notification (or its polling, where it has none).
 Throughput: runs per second of one worker with 32 runs in flight, next to the raw floor's with
 32 connections in flight (on the same server or file, in the same invocation; a floor run is
 as many INSERT and COMMIT as a benchmark run has durable steps, on a connection of its own;
-SQLite lets one of the 32 write at a time; three alternating rounds, medians), then with 1, 2
+SQLite lets one of the 32 write at a time; three alternating rounds, medians), each over
+`--rps-runs` runs (320: ten at each of the 32 slots, so that filling the slots at the start
+and draining them at the end are a small share of the window; beside it, how many runs the
+worker really held in flight on average, `bench._in_flight`), then with 1, 2
 and 4 worker processes of 32 runs in flight each, sharing 320 runs (a second process adds a
 process, not concurrency). Recovery (`bench._recovery`): a worker process is killed
 (SIGKILL) in the middle of a run held with a short lease (`--lease`), `--queue` runs are
@@ -33,10 +36,10 @@ how many queued runs started first). The memory store has no connections and no 
 n/a there. The last line is machine-readable:
 
     store=NAME steps_per_run=21 per_step_ms=X floor_ms=Y ratio=Z cpu_us_per_step=C
-        cpu_calibration_us=U runs_per_s_32=W claim_p50_ms=A claim_p95_ms=B
+        cpu_calibration_us=U runs_per_s_32=W in_flight_32=I claim_p50_ms=A claim_p95_ms=B
         floor_runs_per_s_32=F recovery_s=R recovery_lease_s=L append_ratio=P
-        turn_ratio=T runs_per_s_1p=N1 host_busy_1p=H1 worker_cores_1p=K1 (and the same
-        for 2p and 4p)                                                    (all on one line)
+        turn_ratio=T rps_runs=M runs_per_s_1p=N1 host_busy_1p=H1 worker_cores_1p=K1
+        (and the same for 2p and 4p)                                      (all on one line)
 
 Beside each scale-out figure: how busy the host's cores were over the timed window and how
 many cores the worker processes used (`bench._host_cpu`), which tell a host saturated on CPU
@@ -77,6 +80,7 @@ from pathlib import Path
 from bench import _host_cpu as host_cpu
 from bench._agent import SCOPE, StepModel, admit_runs, bench_spec, step, step_returning
 from bench._cpu import calibration_us
+from bench._in_flight import InFlight
 from bench._recovery import Recovery, recovery_behind_queue
 from bench._stores import bench_url, count_appends, discard, floor_ms, floor_runs_per_s, fresh_store
 from psych_runtime import RunQuery, Runtime, Worker, dispatch
@@ -87,6 +91,11 @@ ROOT = Path(__file__).resolve().parents[1]
 STORES = ("memory", "sqlite", "postgres", "mysql", "dynamodb")
 IN_FLIGHT = 32
 """Runs at once in the runs/s measure, and connections of the floor's."""
+RPS_RUNS = 10 * IN_FLIGHT
+"""Runs in each round of the runs/s measure, psych's and the floor's: ten at each slot. A
+worker fills its slots one claim at a time and its runs end out of step, so with three at
+each slot (96) it held about 25 runs in flight on average over the window, where the floor's
+streams, which all start at once and end together, held 32; with ten, about 29."""
 PROCESS_CONCURRENCY = IN_FLIGHT
 """Runs at once in each worker process of the scale-out measure: as many as the one worker
 of the runs/s measure holds, so a second process adds a process, not concurrency."""
@@ -155,11 +164,14 @@ async def append_only(url: str, count: int) -> float:
         return (time.perf_counter() - started) * 1000 / count
 
 
-async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> float:
-    """Runs per second for one in-process worker driving `concurrency` runs at once."""
+async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> tuple[float, float]:
+    """(runs per second, runs in flight on average) for one in-process worker driving
+    `runs` runs, `concurrency` at once (`bench._in_flight`: fewer than `concurrency` while
+    it fills its slots, between a run's end and the next claim's answer, and at the end)."""
     async with fresh_store(url) as store:
         await warm_up(store, concurrency, calls)
         await admit_runs(store, runs, calls)
+        in_flight = InFlight(store)
         worker = Worker(
             store,
             Runtime(model=StepModel(calls), tools=[step]),
@@ -168,27 +180,42 @@ async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> 
         )
         started = time.perf_counter()
         await worker.run_until_idle()
-        return runs / (time.perf_counter() - started)
+        ended = time.perf_counter()
+        return runs / (ended - started), in_flight.mean(started, ended)
+
+
+@dataclass(frozen=True, slots=True)
+class BesideFloor:
+    """The runs/s measure: medians over its rounds (the floor's None on the memory store)."""
+
+    runs_per_s: float
+    in_flight: float
+    floor_runs_per_s: float | None
+    ratio: float | None
 
 
 async def runs_per_second_beside_floor(
-    url: Callable[[str], str], rounds: int, calls: int, steps: int
-) -> tuple[float, float | None, float | None]:
-    """(runs/s of one worker, of the raw floor, their ratio) with `IN_FLIGHT` runs at once, in
+    url: Callable[[str], str], rounds: int, calls: int, steps: int, runs: int = RPS_RUNS
+) -> BesideFloor:
+    """Runs/s of one worker with `IN_FLIGHT` slots over `runs` runs, the runs it held in flight
+    on average, the raw floor's runs/s with as many connections and runs, and their ratio, in
     alternating rounds on fresh stores named by `url`: the medians of the rounds' figures and
-    ratios. The floor's run is `steps` INSERT and COMMIT (None on the memory store)."""
-    runs = 3 * IN_FLIGHT
+    ratios. The floor's run is `steps` INSERT and COMMIT."""
     rates: list[float] = []
+    held: list[float] = []
     floors: list[float] = []
     for index in range(rounds):
-        rates.append(await runs_per_second(url(f"rps{index}"), runs, calls, IN_FLIGHT))
+        rate, in_flight = await runs_per_second(url(f"rps{index}"), runs, calls, IN_FLIGHT)
+        rates.append(rate)
+        held.append(in_flight)
         floor = floor_runs_per_s(url(f"floor32_{index}"), runs, steps, IN_FLIGHT)
         if floor is not None:
             floors.append(floor)
+    rate, in_flight = statistics.median(rates), statistics.median(held)
     if not floors:
-        return statistics.median(rates), None, None
+        return BesideFloor(rate, in_flight, None, None)
     ratios = [rate / floor for rate, floor in zip(rates, floors, strict=True)]
-    return statistics.median(rates), statistics.median(floors), statistics.median(ratios)
+    return BesideFloor(rate, in_flight, statistics.median(floors), statistics.median(ratios))
 
 
 async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
@@ -387,6 +414,9 @@ async def main() -> None:
     parser.add_argument("--long", type=int, default=1000, help="turns of the long run")
     parser.add_argument("--claims", type=int, default=50, help="trials of the claim latency")
     parser.add_argument(
+        "--rps-runs", type=int, default=RPS_RUNS, help="runs in each round of the runs/s measure"
+    )
+    parser.add_argument(
         "--queue", type=int, default=300, help="runs admitted behind the killed one (recovery)"
     )
     parser.add_argument(
@@ -429,8 +459,8 @@ async def main() -> None:
             step_ms, floor = statistics.median(steps_ms), statistics.median(floors)
             append_ms, ratio = statistics.median(appends), statistics.median(ratios)
             cpu_us, calibration = statistics.median(cpus), statistics.median(calibrations)
-            rps_32, floor_rps_32, rps_ratio = await runs_per_second_beside_floor(
-                url, rounds=3, calls=args.calls, steps=round(steps)
+            rps = await runs_per_second_beside_floor(
+                url, rounds=3, calls=args.calls, steps=round(steps), runs=args.rps_runs
             )
             early, late = await late_step_ratio(url("long"), args.long)
             claim_p50, claim_p95 = await claim_latency(url("claims"), args.claims)
@@ -443,9 +473,13 @@ async def main() -> None:
                 ("CPU per durable step, this process (us)", f"{cpu_us:.1f}"),
                 ("CPU calibration unit (us)", f"{calibration:.1f}"),
                 ("CPU per step / calibration unit", f"{cpu_us / calibration:.2f}"),
-                ("runs/s, 1 worker, 32 runs at once", f"{rps_32:.1f}"),
-                ("raw floor runs/s, 32 connections at once", _figure(floor_rps_32)),
-                ("runs/s at 32: psych / raw floor", _figure(rps_ratio, 2)),
+                (
+                    f"runs/s, 1 worker, 32 runs at once, {args.rps_runs} runs",
+                    f"{rps.runs_per_s:.1f}",
+                ),
+                ("runs the worker held in flight, on average", f"{rps.in_flight:.1f}"),
+                ("raw floor runs/s, 32 connections at once", _figure(rps.floor_runs_per_s)),
+                ("runs/s at 32: psych / raw floor", _figure(rps.ratio, 2)),
                 (f"step at turn 10 / turn {args.long} (ms)", f"{early:.3f} / {late:.3f}"),
                 (f"turn {args.long} / turn 10", f"{late / early:.2f}"),
                 ("claim latency p50 / p95 (ms)", f"{claim_p50:.2f} / {claim_p95:.2f}"),
@@ -475,12 +509,14 @@ async def main() -> None:
     print(
         f"store={args.store} steps_per_run={steps:.0f} per_step_ms={step_ms:.3f} "
         f"floor_ms={floor:.3f} ratio={ratio:.2f} cpu_us_per_step={cpu_us:.1f} "
-        f"cpu_calibration_us={calibration:.1f} runs_per_s_32={rps_32:.1f} "
+        f"cpu_calibration_us={calibration:.1f} runs_per_s_32={rps.runs_per_s:.1f} "
+        f"in_flight_32={rps.in_flight:.1f} "
         f"claim_p50_ms={claim_p50:.2f} claim_p95_ms={claim_p95:.2f} "
-        f"floor_runs_per_s_32={_figure(floor_rps_32)} "
+        f"floor_runs_per_s_32={_figure(rps.floor_runs_per_s)} "
         f"recovery_s={_figure(None if recovery is None else recovery.expiry_to_resume_s, 2)} "
         f"recovery_lease_s={args.lease:g} "
         f"append_ratio={statistics.median(append_ratios):.2f} turn_ratio={late / early:.2f} "
+        f"rps_runs={args.rps_runs} "
         + " ".join(_scale_out_figures(count, by_processes.get(count)) for count in (1, 2, 4))
     )
 

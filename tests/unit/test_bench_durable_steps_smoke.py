@@ -24,6 +24,7 @@ async def test_the_command_prints_every_figure_and_a_machine_readable_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     arguments = ["--store", "memory", "--rounds", "2", "--runs", "2", "--long", "40"]
+    arguments += ["--rps-runs", "40"]
     monkeypatch.setattr(sys, "argv", ["durable_steps", *arguments, "--claims", "3"])
     await durable_steps.main()
     lines = capsys.readouterr().out.strip().splitlines()
@@ -32,11 +33,13 @@ async def test_the_command_prints_every_figure_and_a_machine_readable_line(
     assert found["steps_per_run"] == "21"
     for key in ("per_step_ms", "ratio", "cpu_us_per_step", "cpu_calibration_us", "runs_per_s_32"):
         assert float(found[key]) > 0, key
+    assert 0 < float(found["in_flight_32"]) <= 32
     assert float(found["claim_p95_ms"]) >= float(found["claim_p50_ms"]) >= 0
     assert found["floor_runs_per_s_32"] == "n/a"
     assert found["recovery_s"] == "n/a"
     assert found["recovery_lease_s"] == "1.5"
     assert float(found["turn_ratio"]) > 0
+    assert found["rps_runs"] == "40"
     assert float(found["append_ratio"]) >= 0
     for processes in (1, 2, 4):
         assert found[f"runs_per_s_{processes}p"] == "n/a", "the memory store has no processes"
@@ -80,3 +83,39 @@ async def test_the_warm_up_runs_are_served_before_the_clock_and_not_counted() ->
         await durable_steps.warm_up(store, 4, 2)
         runs = await store.list_runs(SCOPE.tenant, RunQuery())
         assert [run.status for run in runs.items] == ["completed"] * 4
+
+
+async def test_the_runs_per_second_measure_runs_as_many_runs_on_both_sides(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Psych's window and the floor's must hold the same number of runs, 32 at once: the
+    # ratio between them is the figure the concurrency target is judged on.
+    seen: list[tuple[str, int, int]] = []
+    real_runs_per_second = durable_steps.runs_per_second
+
+    async def psych_side(url: str, runs: int, calls: int, concurrency: int) -> tuple[float, float]:
+        seen.append(("psych", runs, concurrency))
+        return await real_runs_per_second(url, runs, calls, concurrency)
+
+    def floor_side(url: str, runs: int, steps: int, connections: int) -> float | None:
+        seen.append(("floor", runs, connections))
+        return floor_runs_per_s(url, runs, steps, connections)
+
+    monkeypatch.setattr(durable_steps, "runs_per_second", psych_side)
+    monkeypatch.setattr(durable_steps, "floor_runs_per_s", floor_side)
+    urls = iter(["memory:", f"sqlite:///{tmp_path / 'floor.sqlite'}"])
+    measured = await durable_steps.runs_per_second_beside_floor(
+        lambda _name: next(urls), rounds=1, calls=1, steps=3, runs=8
+    )
+    assert seen == [("psych", 8, 32), ("floor", 8, 32)]
+    assert measured.floor_runs_per_s is not None
+    assert measured.runs_per_s > 0
+    assert measured.ratio == pytest.approx(measured.runs_per_s / measured.floor_runs_per_s)
+    # 8 runs in 32 slots: never more than 8 at once, and some time with fewer (the claims).
+    assert 0 < measured.in_flight < 8
+    connection = sqlite3.connect(tmp_path / "floor.sqlite")
+    try:
+        runs = connection.execute("SELECT count(DISTINCT run_id) FROM floor").fetchone()[0]
+    finally:
+        connection.close()
+    assert runs == 8
