@@ -13,9 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from psych_runtime.errors import PsychError
-from psych_runtime.ports import Append, AppendResult, Batch, Claim, Store
+from psych_runtime.ports import AppendResult, Batch, Claim, Store
+
+if TYPE_CHECKING:  # names a tree from before group commit lacks (`bench.against_ref`)
+    from psych_runtime.errors import PsychError
+    from psych_runtime.ports import Append
 
 
 class InFlight:
@@ -25,7 +29,8 @@ class InFlight:
     def __init__(self, store: Store) -> None:
         self._since: dict[str, float] = {}
         self.spans: list[tuple[float, float]] = []
-        claim, append, append_many = store.claim, store.append, store.append_many
+        claim, append = store.claim, store.append
+        append_many = getattr(store, "append_many", None)  # None before group commit
 
         async def claimed(
             worker_id: str,
@@ -45,6 +50,7 @@ class InFlight:
             return result
 
         async def appended_many(appends: Sequence[Append]) -> list[AppendResult | PsychError]:
+            assert append_many is not None
             outcomes = list(await append_many(appends))
             for one, outcome in zip(appends, outcomes, strict=True):
                 if isinstance(outcome, AppendResult):
@@ -53,7 +59,8 @@ class InFlight:
 
         store.claim = claimed  # type: ignore[method-assign]
         store.append = appended  # type: ignore[method-assign]
-        store.append_many = appended_many  # type: ignore[method-assign]
+        if append_many is not None:
+            store.append_many = appended_many  # type: ignore[method-assign]
 
     def _ended(self, run_id: str, batch: Batch) -> None:
         if batch.index.releases_lease and run_id in self._since:

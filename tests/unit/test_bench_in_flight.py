@@ -34,3 +34,18 @@ async def test_a_worker_of_one_slot_holds_each_run_from_its_claim_to_its_end() -
         assert started <= begin < stop <= ended
     # One slot: the spans never overlap, so at most one run is in flight at a time.
     assert 0 < in_flight.mean(started, ended) <= 1
+
+
+def test_a_store_without_group_commit_is_wrapped_without_it() -> None:
+    # `bench.against_ref` runs this benchmark against trees from before `append_many`.
+    class OldStore:
+        async def claim(self, *args: object, **kwargs: object) -> None:
+            return None
+
+        async def append(self, *args: object) -> None:
+            return None
+
+    store = OldStore()
+    InFlight(store)  # type: ignore[arg-type]
+    assert not hasattr(store, "append_many")
+    assert store.claim.__name__ == "claimed"  # wrapped all the same
