@@ -32,12 +32,12 @@ def bench_spec(tool_calls: int) -> AgentSpec:
     )
 
 
-async def admit_runs(store: Store, runs: int, calls: int) -> None:
-    """Admit `runs` runs of the benchmark agent making `calls` calls each, for a worker."""
+async def admit_runs(store: Store, runs: int, calls: int) -> list[str]:
+    """Admit `runs` runs of the benchmark agent making `calls` calls each, for a worker; their
+    ids, in order."""
     scoped = store.scoped(SCOPE)
     spec = bench_spec(calls)
-    for index in range(runs):
-        await dispatch(scoped, spec, f"run {index}")
+    return [await dispatch(scoped, spec, f"run {index}") for index in range(runs)]
 
 
 async def step(index: int) -> dict[str, int]:

@@ -80,7 +80,7 @@ from pathlib import Path
 from bench import _host_cpu as host_cpu
 from bench._agent import SCOPE, StepModel, admit_runs, bench_spec, step, step_returning
 from bench._cpu import calibration_us
-from bench._in_flight import InFlight
+from bench._in_flight import mean_in_flight, spans
 from bench._recovery import Recovery, recovery_behind_queue
 from bench._stores import bench_url, count_appends, discard, floor_ms, floor_runs_per_s, fresh_store
 from psych_runtime import RunQuery, Runtime, Worker, dispatch
@@ -166,22 +166,23 @@ async def append_only(url: str, count: int) -> float:
 
 async def runs_per_second(url: str, runs: int, calls: int, concurrency: int) -> tuple[float, float]:
     """(runs per second, runs in flight on average) for one in-process worker driving
-    `runs` runs, `concurrency` at once (`bench._in_flight`: fewer than `concurrency` while
-    it fills its slots, between a run's end and the next claim's answer, and at the end)."""
+    `runs` runs, `concurrency` at once (`bench._in_flight`, read from the runs' logs after the
+    window: fewer than `concurrency` while it fills its slots, between a run's end and the
+    next claim's answer, and at the end)."""
     async with fresh_store(url) as store:
         await warm_up(store, concurrency, calls)
-        await admit_runs(store, runs, calls)
-        in_flight = InFlight(store)
+        run_ids = await admit_runs(store, runs, calls)
         worker = Worker(
             store,
             Runtime(model=StepModel(calls), tools=[step]),
             concurrency=concurrency,
             poll_interval=0.01,
         )
-        started = time.perf_counter()
+        started, started_at = time.perf_counter(), dt.datetime.now(dt.UTC)
         await worker.run_until_idle()
-        ended = time.perf_counter()
-        return runs / (ended - started), in_flight.mean(started, ended)
+        elapsed, ended_at = time.perf_counter() - started, dt.datetime.now(dt.UTC)
+        held = mean_in_flight(await spans(store, run_ids), started_at, ended_at)
+        return runs / elapsed, held
 
 
 @dataclass(frozen=True, slots=True)
