@@ -4,6 +4,7 @@ SDK's server API (`tests.integration.a2a_demo_peer`), on loopback, streaming or 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import psych_runtime
 from psych_runtime import (
     AgentSpec,
+    Leases,
     MemoryStore,
     ModelRef,
     Runtime,
@@ -261,6 +263,8 @@ async def test_cancelling_the_run_cancels_the_remote_task(tmp_path: Path) -> Non
             a2a_peers={"peer": A2AHttp(url=url)},
             egress=LOOPBACK,
             cancel_grace=0.2,
+            # A running run hears the cancel at its next lease renewal.
+            leases=Leases(heartbeat=dt.timedelta(seconds=0.5)),
         )
         run_id = await dispatch(scoped, agent(A2APeer(name="peer")), "go")
         worker = asyncio.create_task(Worker(store, runtime, poll_interval=0.05).run_until_idle())

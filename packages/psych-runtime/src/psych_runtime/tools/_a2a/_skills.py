@@ -9,7 +9,6 @@ timeout) cancels the remote task before it ends.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 from collections.abc import Mapping
@@ -248,12 +247,19 @@ class _Follower:
 
 
 async def _cancel(client: Client, task_id: str, where: str) -> None:
-    with contextlib.suppress(Exception):
+    """Ask the peer to cancel the task; what went wrong, if anything, is logged, never raised
+    (the call it belongs to has already ended)."""
+    try:
         async with asyncio.timeout(CLEANUP_TIMEOUT):
             await client.cancel_task(CancelTaskRequest(id=task_id))
-            log.info("%s: cancelled remote task %s", where, task_id)
-            return
-    log.warning("%s: remote task %s could not be cancelled", where, task_id)
+    except TimeoutError:
+        why = f"no answer within {CLEANUP_TIMEOUT:g} s"
+    except Exception as exc:
+        why = _describe(exc)
+    else:
+        log.info("%s: cancelled remote task %s", where, task_id)
+        return
+    log.warning("%s: remote task %s could not be cancelled (%s)", where, task_id, why)
 
 
 def _describe(exc: BaseException) -> str:
