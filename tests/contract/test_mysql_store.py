@@ -38,6 +38,7 @@ from psych_core import (
 from psych_runtime.testing.store_contract import StoreContract
 from psych_store_mysql import DEFAULT_LIMITS, SCHEMA_VERSION, MySQLStore
 from psych_store_mysql._schema import lock_name
+from tests._eventually import eventually
 from tests._mysql_databases import (
     admin,
     base_database,
@@ -428,6 +429,47 @@ async def test_connections_the_server_closed_are_replaced_before_use(
     claim = await store.claim("worker-1", LEASE)
     assert claim is not None
     assert claim.run_id == "run-1"
+
+
+async def test_a_wait_cancelled_while_it_asks_keeps_its_connection(
+    store: MySQLStore, database: str
+) -> None:
+    # A connection whose answer was never read cannot be lent again: cut off mid-ask, the
+    # store's poll would cost the pool a connection and the next call a new one. It lets the
+    # ask finish instead (here: once a table lock it waits for is gone), and its waiter stops
+    # at once.
+    sessions_sql = f"SELECT ID FROM information_schema.PROCESSLIST WHERE DB = '{database}'"
+    waiting_sql = f"{sessions_sql} AND STATE LIKE 'Waiting for table%lock'"
+    await store.wait(None, -1, 0.0)
+    before = await rows(database, sessions_sql)
+    assert before, "the store holds a connection"
+    holder = await admin()
+    try:
+        async with holder.cursor() as cursor:
+            await cursor.execute(f"LOCK TABLES `{database}`.psych_runs WRITE")
+        waiter = asyncio.create_task(store.wait(None, -1, 30.0))
+
+        async def asking() -> bool:
+            return bool(await rows(database, waiting_sql))
+
+        await eventually(asking, "the store's ask waiting on the table lock")
+        waiter.cancel()
+        async with asyncio.timeout(1):
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+        async with holder.cursor() as cursor:
+            await cursor.execute("UNLOCK TABLES")
+    finally:
+        holder.close()
+    pool = store._pool
+
+    async def idle() -> bool:
+        return len(pool._free) == pool.open_connections
+
+    await eventually(idle, "the ask left behind getting its answer")
+    await store.wait(None, -1, 0.0)
+    after = await rows(database, sessions_sql)
+    assert sorted(after) == sorted(before), "the cancelled ask's connection was not kept"
 
 
 # -- contention ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from psych_core import Batch
 from psych_store_postgres import PostgresStore
 from psych_store_postgres import _connections as _connections_module
 from psych_store_postgres._connections import Connection, Connections
+from tests._eventually import eventually
 from tests._postgres import connect, fresh_schema, test_dsn
 from tests.contract.test_postgres_store import RUNNING, admit, claimed, step
 
@@ -155,3 +156,53 @@ async def test_connections_idle_for_a_while_go_back_to_the_pool(
         assert _connections(store)._held == []
         assert given_back[0] - before == held, "the idle connections did not go back to the pool"
         assert await store.get_run("t", run_id) is not None  # and the store goes on
+
+
+async def _one_value(sql: str, *arguments: object) -> object:
+    conn = await connect()
+    try:
+        return await conn.fetchval(sql, *arguments)
+    finally:
+        await conn.close()
+
+
+async def test_a_wait_cancelled_while_it_asks_lets_the_ask_finish(schema: str) -> None:
+    # Cut off mid-statement, asyncpg would ask the server to cancel it on a new connection;
+    # the store lets the statement run on instead (here: until a row lock it waits for is
+    # free), and its waiter stops at once.
+    async with PostgresStore(test_dsn(), schema=schema, max_size=4) as store:
+        await store.migrate()
+        run_id = await admit(store)
+
+        async def asking() -> bool:
+            waiting = await _one_value(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE '%watched_until%' AND query LIKE $1",
+                f"%{schema}.runs%",
+            )
+            return bool(waiting)
+
+        async def watched() -> bool:
+            sql = f"SELECT watched_until IS NOT NULL FROM {schema}.runs WHERE run_id = $1"
+            return bool(await _one_value(sql, run_id))
+
+        holder = await connect()
+        try:
+            locked = holder.transaction()
+            await locked.start()
+            await holder.execute(
+                f"SELECT 1 FROM {schema}.runs WHERE run_id = $1 FOR UPDATE", run_id
+            )
+            waiter = asyncio.create_task(store.wait(run_id, 0, 30.0))
+            await eventually(asking, "the store's statement waiting on the row lock")
+            waiter.cancel()
+            async with asyncio.timeout(1):
+                with pytest.raises(asyncio.CancelledError):
+                    await waiter
+            await locked.rollback()
+        finally:
+            await holder.close()
+        # The statement the waiter left ran to its end: the run is marked watched (a
+        # statement cut off would have left it unmarked).
+        await eventually(watched, "the store's statement finishing")
+        assert await store.read(run_id), "the store goes on serving after the dropped ask"

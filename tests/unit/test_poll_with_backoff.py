@@ -3,9 +3,13 @@ MySQL, DynamoDB) and PostgreSQL's fallback while it cannot listen."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+from typing import Any
+
 import pytest
 
-from psych_adapter_kit import Backoff, poll_until
+from psych_adapter_kit import Backoff, let_finish, poll_until
 
 QUICK = Backoff(first=0.001, longest=0.002)
 
@@ -66,3 +70,78 @@ async def test_what_ready_raises_is_raised() -> None:
 
     with pytest.raises(ConnectionError, match="went away"):
         await poll_until(broken, 60.0, QUICK)
+
+
+class _SlowAsk:
+    """A `ready` whose ask takes until `release` is set, recording how it ended."""
+
+    def __init__(self, answer: bool | Exception = False) -> None:
+        self.answer = answer
+        self.asking = asyncio.Event()
+        self.release = asyncio.Event()
+        self.ended: list[str] = []
+
+    async def __call__(self) -> bool:
+        self.asking.set()
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.ended.append("cut off")
+            raise
+        self.ended.append("finished")
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+async def test_a_waiter_cancelled_mid_ask_stops_at_once_and_the_ask_runs_to_its_end() -> None:
+    ready = _SlowAsk()
+    waiter = asyncio.create_task(poll_until(ready, 60.0, QUICK))
+    await ready.asking.wait()
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert ready.ended == [], "the waiter stopped before its ask ended"
+    ready.release.set()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert ready.ended == ["finished"]
+
+
+async def test_a_waiter_cancelled_between_asks_leaves_nothing_running() -> None:
+    asked = _Asked(ready_at=None)
+    waiter = asyncio.create_task(poll_until(asked, 60.0, Backoff(first=10.0, longest=10.0)))
+    for _ in range(10):  # a few turns of the loop: the first ask, then the pause
+        await asyncio.sleep(0)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert asked.times == 1
+    assert [task for task in asyncio.all_tasks() if task is not asyncio.current_task()] == []
+
+
+async def test_what_a_dropped_ask_raises_is_not_reported_as_never_retrieved() -> None:
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        ready = _SlowAsk(answer=ConnectionError("the database went away"))
+        waiter = asyncio.create_task(let_finish(ready()))
+        await ready.asking.wait()
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        ready.release.set()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert ready.ended == ["finished"]
+        gc.collect()
+        assert reported == []
+    finally:
+        loop.set_exception_handler(None)
+
+
+async def test_let_finish_gives_the_answer_when_nobody_cancels() -> None:
+    ready = _SlowAsk(answer=True)
+    ready.release.set()
+    assert await let_finish(ready()) is True

@@ -17,7 +17,9 @@ For store backends (`SQLiteStore`, `MySQLStore`, `DynamoDBStore`; `PostgresStore
 cannot listen):
 
 - `poll_until` with a `Backoff`: `Store.wait` by asking again, pauses doubling up to a
-  ceiling; nothing is held between asks.
+  ceiling; nothing is held between asks. `let_finish`: a short read that runs to its end
+  when its caller is cancelled (an ask of `poll_until`, `PostgresStore.wait`'s), since
+  cutting it off costs the connection more than the read.
 
 For adapters on an SDK client (`DynamoDBStore`, `S3BlobStore`): `OpenedOnce`, the client
 opened on first use in the running event loop, by one opener, closed by `close`.
@@ -29,7 +31,7 @@ claim checks, `check_batch`, `judge_append`, `check_claim`) are in `psych_core`.
 from psych_adapter_kit._capped_reader import ProgramStreams, read_capped
 from psych_adapter_kit._launcher import PREPARE_SCRIPT, Supervisor, python_command
 from psych_adapter_kit._opened_once import OpenedOnce
-from psych_adapter_kit._polling import Backoff, poll_until
+from psych_adapter_kit._polling import Backoff, let_finish, poll_until
 from psych_adapter_kit._scratch import scratch_folder
 from psych_adapter_kit._setup_faults import SETUP_FAULTS, SetupFaultHook
 
@@ -41,6 +43,7 @@ __all__ = [
     "SETUP_FAULTS",
     "SetupFaultHook",
     "Supervisor",
+    "let_finish",
     "poll_until",
     "python_command",
     "read_capped",

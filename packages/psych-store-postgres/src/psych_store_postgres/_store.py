@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from functools import partial
 
-from psych_adapter_kit import Backoff
+from psych_adapter_kit import Backoff, let_finish
 from psych_core import (
     InboxEntry,
     NewRun,
@@ -431,6 +431,9 @@ class PostgresStore(Store):
         Woken by NOTIFY at once; a wait for work also returns when the earliest lease or timed
         wait comes due. While the store cannot listen, it polls (5 ms, doubling to 200 ms).
         A wait on a run marks it watched for a minute past `timeout`, so its appends notify.
+        Cancelled while it asks the database, it stops at once and lets the ask finish
+        (`let_finish`): asyncpg would otherwise ask the server to cancel it, on a connection
+        of its own.
         """
         deadline = time.monotonic() + max(timeout, 0.0)
         with self._listener.subscription(run_id) as woken:
@@ -439,7 +442,7 @@ class PostgresStore(Store):
             while True:
                 woken.clear()
                 try:
-                    ready, due_in = await self._ready(run_id, after_seq, timeout)
+                    ready, due_in = await let_finish(self._ready(run_id, after_seq, timeout))
                 except StoreUnavailable:
                     ready, due_in = False, None
                 remaining = deadline - time.monotonic()
