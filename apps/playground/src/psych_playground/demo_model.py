@@ -43,11 +43,13 @@ ASK_TOOL = "ask_user"
 
 QUESTION = "Shall I go ahead?"
 RESULT_CUT = 500
-THINKING_WORDS = 10
-"""Before its first word the demo model pauses as long as this many words take, as a real model
-takes a moment to its first token. A chat opens the new run's live text stream just after
-sending the message; without the pause the first words would be out before it listens, and a
-stream that misses the start of an answer shows it only once it is finished."""
+THINKING_WORDS = 30
+"""Before its first word the demo model pauses as long as this many words take (0.9 s at the
+default 30 ms a word), as a real model takes a moment to its first token. A chat opens the new
+run's live text stream just after sending the message; without the pause the first words would
+be out before it listens, and a stream that misses the start of an answer shows it only once it
+is finished. 10 words (0.3 s) were once too few on a 2-core host busy with the browser tests:
+the chat test saw the answer but none of its live words."""
 
 _REPEAT = re.compile(r"\s*repeat\s+(\d+)\s+([A-Za-z0-9_\-]+)", re.IGNORECASE)
 _WORDS = re.compile(r"\S+\s*|\s+")
