@@ -45,7 +45,7 @@ from psych_core import (
 )
 from psych_runtime.testing.store_contract import StoreContract
 from psych_store_dynamodb import DEFAULT_LIMITS, SCHEMA_VERSION, DynamoDBStore
-from psych_store_dynamodb._layout import shard_of
+from psych_store_dynamodb._layout import SPEC_SK, shard_of, spec_pk
 
 pytestmark = pytest.mark.contract
 
@@ -658,6 +658,23 @@ async def test_throttling_past_the_retries_is_unavailable(store: DynamoDBStore) 
             await throttled.get_run("t", "run-1")
     assert log == ["throttled", "throttled"], "one try and one retry"
     assert "capacity" in str(refused.value)
+
+
+async def test_a_spec_version_is_read_once_and_written_once(store: DynamoDBStore) -> None:
+    # A version's JSON never changes nor goes away, so the store asks the table for it once:
+    # a worker reads its run's spec at every claim, an app writes it at every admission.
+    await store.put_spec("sha256:s", "{}")
+    assert await store.get_spec("sha256:s") == "{}"
+    async with raw_client() as client:
+        key = {"pk": {"S": spec_pk("sha256:s")}, "sk": {"S": SPEC_SK}}
+        await client.delete_item(TableName=store.table, Key=key)
+    assert await store.get_spec("sha256:s") == "{}", "not read again"
+    await store.put_spec("sha256:s", "{}")
+    fresh = open_store(store.table)
+    try:
+        assert await fresh.get_spec("sha256:s") is None, "not written again"
+    finally:
+        await fresh.close()
 
 
 async def test_a_closed_store_refuses_calls(store: DynamoDBStore) -> None:

@@ -119,6 +119,20 @@ async def admit(store: Store, run_id: str, tenant: str = TENANT) -> None:
     assert await store.create_run(new, first) == (run_id, True)
 
 
+async def test_a_spec_version_is_read_once_and_written_once(
+    store: MySQLStore, database: str
+) -> None:
+    # A version's JSON never changes nor goes away, so the store asks the server for it
+    # once: a worker reads its run's spec at every claim, an app writes it at every admission.
+    await store.put_spec("sha256:s", "{}")
+    assert await store.get_spec("sha256:s") == "{}"
+    await execute(f"DELETE FROM `{database}`.psych_specs")
+    assert await store.get_spec("sha256:s") == "{}", "not read again"
+    await store.put_spec("sha256:s", "{}")
+    async with MySQLStore(url_for(database)) as fresh:
+        assert await fresh.get_spec("sha256:s") is None, "not written again"
+
+
 def record(run_id: str, seq: int, attempt: int, result: str = "ok") -> Record:
     return Record(
         run_id=run_id,

@@ -513,6 +513,22 @@ async def test_a_record_is_kept_as_its_json_bytes(store: PostgresStore) -> None:
     assert rows[2]["body"] == record.model_dump_json().encode()
 
 
+async def test_a_spec_version_is_read_once_and_written_once(store: PostgresStore) -> None:
+    # A version's JSON never changes nor goes away, so the store asks the server for it
+    # once: a worker reads its run's spec at every claim, an app writes it at every admission.
+    await store.put_spec("sha256:s", "{}")
+    assert await store.get_spec("sha256:s") == "{}"
+    conn = await connect()
+    try:
+        await conn.execute(f"DELETE FROM {store.schema}.specs")
+    finally:
+        await conn.close()
+    assert await store.get_spec("sha256:s") == "{}", "not read again"
+    await store.put_spec("sha256:s", "{}")
+    async with PostgresStore(test_dsn(), schema=store.schema) as fresh:
+        assert await fresh.get_spec("sha256:s") is None, "not written again"
+
+
 async def test_times_are_the_databases(store: PostgresStore) -> None:
     run_id = await admit(store)
     conn = await connect()

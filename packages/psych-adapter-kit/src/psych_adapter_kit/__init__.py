@@ -17,9 +17,12 @@ For store backends (`SQLiteStore`, `MySQLStore`, `DynamoDBStore`; `PostgresStore
 cannot listen):
 
 - `poll_until` with a `Backoff`: `Store.wait` by asking again, pauses doubling up to a
-  ceiling; nothing is held between asks. `let_finish`: a short read that runs to its end
+  ceiling; nothing is held between asks. `let_finish`: a short ask that runs to its end
   when its caller is cancelled (an ask of `poll_until`, `PostgresStore.wait`'s), since
-  cutting it off costs the connection more than the read.
+  cutting it off costs the connection more than the ask.
+- `SpecTexts`: the spec versions a store has written or read, so that `get_spec` reads a
+  version once and `put_spec` writes it once per store instance (a version's JSON never
+  changes); `PostgresStore`, `SQLiteStore`, `MySQLStore` and `DynamoDBStore` use it.
 
 For adapters on an SDK client (`DynamoDBStore`, `S3BlobStore`): `OpenedOnce`, the client
 opened on first use in the running event loop, by one opener, closed by `close`.
@@ -34,6 +37,7 @@ from psych_adapter_kit._opened_once import OpenedOnce
 from psych_adapter_kit._polling import Backoff, let_finish, poll_until
 from psych_adapter_kit._scratch import scratch_folder
 from psych_adapter_kit._setup_faults import SETUP_FAULTS, SetupFaultHook
+from psych_adapter_kit._spec_texts import SpecTexts
 
 __all__ = [
     "Backoff",
@@ -42,6 +46,7 @@ __all__ = [
     "ProgramStreams",
     "SETUP_FAULTS",
     "SetupFaultHook",
+    "SpecTexts",
     "Supervisor",
     "let_finish",
     "poll_until",
@@ -54,4 +59,5 @@ Backoff.__module__ = __name__
 OpenedOnce.__module__ = __name__
 ProgramStreams.__module__ = __name__
 SetupFaultHook.__module__ = __name__
+SpecTexts.__module__ = __name__
 Supervisor.__module__ = __name__

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiobotocore.config import AioConfig
 
-from psych_adapter_kit import Backoff
+from psych_adapter_kit import Backoff, SpecTexts
 from psych_core import (
     Append,
     AppendResult,
@@ -135,6 +135,7 @@ class DynamoDBStore(Store):
             self._conn, limits=self._limits, clock=clock or _utc_now, claim_shards=claim_shards
         )
         self._polling = Backoff(first=min(0.01, poll_ceiling), longest=poll_ceiling)
+        self._specs = SpecTexts()
         self._migrate_timeout = migrate_timeout
 
     @property
@@ -241,12 +242,16 @@ class DynamoDBStore(Store):
         return await _runs.list_runs(self._table, tenant, query)
 
     async def put_spec(self, version: str, spec_json: str) -> None:
-        """Keep a spec's JSON under its version; a version stored already is left as it is."""
-        await _runs.put_spec(self._table, version, spec_json)
+        """Keep a spec's JSON under its version; a version stored already is left as it is.
+
+        A version this store has seen stored is not sent again (`SpecTexts`).
+        """
+        await self._specs.put(version, lambda: _runs.put_spec(self._table, version, spec_json))
 
     async def get_spec(self, version: str) -> str | None:
-        """The spec JSON stored under `version`."""
-        return await _runs.get_spec(self._table, version)
+        """The spec JSON stored under `version`; kept in memory once read (`SpecTexts`), so
+        each attempt of a run does not read it again."""
+        return await self._specs.get(version, lambda: _runs.get_spec(self._table, version))
 
     async def delete_run(self, tenant: str, run_id: str) -> bool:
         """Delete the run, its records, its inbox and its idempotency key."""

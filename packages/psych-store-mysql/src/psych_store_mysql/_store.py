@@ -8,7 +8,7 @@ import ssl
 import urllib.parse
 from collections.abc import Sequence
 
-from psych_adapter_kit import Backoff, poll_until
+from psych_adapter_kit import Backoff, SpecTexts, poll_until
 from psych_core import InboxEntry, NewRun, PsychError, Record, Signal, Store, StoreLimits
 from psych_core.ports import (
     Append,
@@ -142,6 +142,7 @@ class MySQLStore(Store):
             raise ValueError(f"poll_max must be positive, not {poll_max}")
         self._polling = Backoff(first=min(_FIRST_POLL, poll_max), longest=poll_max)
         self._limits = limits
+        self._specs = SpecTexts()
         self._pool = Pool(
             self._settings,
             size=max_connections,
@@ -370,19 +371,29 @@ class MySQLStore(Store):
         )
 
     async def put_spec(self, version: str, spec_json: str) -> None:
-        """Keep a spec's JSON under its version; a version stored already is left as it is."""
-        await self._pool.run(
-            lambda conn, _: _runs.put_spec(conn, version, spec_json),
-            what=f"store spec {version}",
-            resend=True,
+        """Keep a spec's JSON under its version; a version stored already is left as it is.
+
+        A version this store has seen stored is not sent again (`SpecTexts`).
+        """
+        await self._specs.put(
+            version,
+            lambda: self._pool.run(
+                lambda conn, _: _runs.put_spec(conn, version, spec_json),
+                what=f"store spec {version}",
+                resend=True,
+            ),
         )
 
     async def get_spec(self, version: str) -> str | None:
-        """The spec JSON stored under `version`."""
-        return await self._pool.run(
-            lambda conn, _: _reads.get_spec(conn, version),
-            what=f"read spec {version}",
-            resend=True,
+        """The spec JSON stored under `version`; kept in memory once read (`SpecTexts`), so
+        each attempt of a run does not read it again."""
+        return await self._specs.get(
+            version,
+            lambda: self._pool.run(
+                lambda conn, _: _reads.get_spec(conn, version),
+                what=f"read spec {version}",
+                resend=True,
+            ),
         )
 
     async def delete_run(self, tenant: str, run_id: str) -> bool:

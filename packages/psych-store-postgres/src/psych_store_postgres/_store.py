@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from functools import partial
 
-from psych_adapter_kit import Backoff, let_finish
+from psych_adapter_kit import Backoff, SpecTexts, let_finish
 from psych_core import (
     InboxEntry,
     NewRun,
@@ -51,8 +51,6 @@ defaults (4 MiB a record, 1000 records, 16 MiB in all)."""
 
 _POLLING = Backoff(first=0.005, longest=0.2)
 """How `wait` polls while the store cannot listen."""
-_SPECS_KEPT = 256
-"""Spec versions a store keeps in memory (their JSON never changes)."""
 _WATCH_FOR = 60.0
 """Seconds a `wait` on a run keeps it watched (its appends notify) past its own timeout."""
 
@@ -129,8 +127,7 @@ class PostgresStore(Store):
             ),
             self._where,
         )
-        self._specs: dict[str, str] = {}
-        self._stored_specs: dict[str, None] = {}
+        self._specs = SpecTexts()
         self._listener = Listener(
             self._connections.connect,
             self._sql.work_channel,
@@ -370,39 +367,27 @@ class PostgresStore(Store):
     async def put_spec(self, version: str, spec_json: str) -> None:
         """Keep a spec's JSON under its version; a version stored already is left as it is.
 
-        A version this store has seen stored is not sent again: versions never change.
+        A version this store has seen stored is not sent again (`SpecTexts`).
         """
-        if version in self._stored_specs:
-            return
 
         async def op(conn: Connection, _again: bool) -> None:
             await conn.execute(self._sql.put_spec, version, spec_json)
 
-        await self._connections.run(f"put_spec({version})", op, resend=True)
-        self._remember(self._stored_specs, version, None)
+        await self._specs.put(
+            version, lambda: self._connections.run(f"put_spec({version})", op, resend=True)
+        )
 
     async def get_spec(self, version: str) -> str | None:
-        """The spec JSON stored under `version`; kept in memory once read (a version's JSON
-        never changes), so each attempt of a run does not read it again."""
-        cached = self._specs.get(version)
-        if cached is not None:
-            return cached
+        """The spec JSON stored under `version`; kept in memory once read (`SpecTexts`), so
+        each attempt of a run does not read it again."""
 
         async def op(conn: Connection, _again: bool) -> str | None:
             found = await conn.fetchval(self._sql.get_spec, version)
             return None if found is None else str(found)
 
-        found = await self._connections.run(f"get_spec({version})", op, resend=True)
-        if found is not None:
-            self._remember(self._specs, version, found)
-            self._remember(self._stored_specs, version, None)
-        return found
-
-    @staticmethod
-    def _remember[V](cache: dict[str, V], version: str, value: V) -> None:
-        if len(cache) >= _SPECS_KEPT:
-            cache.clear()  # a simple bound: versions in use come back at their next read
-        cache[version] = value
+        return await self._specs.get(
+            version, lambda: self._connections.run(f"get_spec({version})", op, resend=True)
+        )
 
     async def delete_run(self, tenant: str, run_id: str) -> bool:
         """Delete the run, its records, its inbox and its idempotency key in one transaction."""

@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Sequence
 from functools import partial
 
-from psych_adapter_kit import Backoff, poll_until
+from psych_adapter_kit import Backoff, SpecTexts, poll_until
 from psych_core import InboxEntry, NewRun, PsychError, Record, Signal, Store, StoreLimits
 from psych_core.ports import (
     Append,
@@ -78,6 +78,7 @@ class SQLiteStore(Store):
         )
         self._busy_timeout = busy_timeout
         self._limits = limits
+        self._specs = SpecTexts()
         self._writer = Lane(
             "psych-sqlite-write",
             partial(open_connection, self._path, busy_timeout, read_only=False),
@@ -230,12 +231,18 @@ class SQLiteStore(Store):
         return await self._reader.run(_reads.list_runs, tenant, query)
 
     async def put_spec(self, version: str, spec_json: str) -> None:
-        """Keep a spec's JSON under its version; a version stored already is left as it is."""
-        await self._writer.transact(_writes.put_spec, version, spec_json)
+        """Keep a spec's JSON under its version; a version stored already is left as it is.
+
+        A version this store has seen stored is not sent again (`SpecTexts`).
+        """
+        await self._specs.put(
+            version, lambda: self._writer.transact(_writes.put_spec, version, spec_json)
+        )
 
     async def get_spec(self, version: str) -> str | None:
-        """The spec JSON stored under `version`."""
-        return await self._reader.run(_reads.get_spec, version)
+        """The spec JSON stored under `version`; kept in memory once read (`SpecTexts`), so
+        each attempt of a run does not read it again."""
+        return await self._specs.get(version, lambda: self._reader.run(_reads.get_spec, version))
 
     async def delete_run(self, tenant: str, run_id: str) -> bool:
         """Delete the run, its records, its inbox and its idempotency key in one transaction."""
