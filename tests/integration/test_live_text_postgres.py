@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
@@ -21,6 +20,7 @@ from psych_runtime.ports import LiveText
 from psych_runtime.records import ModelCallFinished
 from psych_store_postgres import LiveConnectionLost, PostgresLiveChannel, PostgresStore
 from psych_store_postgres._live import payloads_of, piece_of
+from tests._eventually import eventually
 from tests._postgres import connect, drop_schema, new_schema, test_dsn
 from tests.integration._chat_server import Scripted, chunk, serve, usage, usage_chunk
 from tests.integration._crash_kit import start_worker, stop
@@ -56,13 +56,6 @@ class Watched(PostgresLiveChannel):
         async with super().subscribe(run_id) as pieces:
             self.subscribed.set()
             yield pieces
-
-
-async def until(check: Callable[[], bool], what: str, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"{what} did not happen within {seconds:g} s"
-        await asyncio.sleep(0.02)
 
 
 async def test_live_words_cross_processes_before_the_record_and_late_screens_get_the_text(
@@ -101,10 +94,11 @@ async def test_live_words_cross_processes_before_the_record_and_late_screens_get
         )
         try:
             shown = "".join(BEFORE)
-            await until(
-                lambda: "".join(e.text for e in events if e.kind == "delta") == shown,
-                "the live words before the hold",
-            )
+
+            async def all_shown() -> bool:
+                return "".join(e.text for e in events if e.kind == "delta") == shown
+
+            await eventually(all_shown, "the live words before the hold", 30)
             # The worker is held in the middle of the answer: nothing of it is in the log.
             records = await scoped.read(run_id)
             assert not any(isinstance(r.body, ModelCallFinished) for r in records)
