@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -165,6 +166,40 @@ async def test_a_run_claimed_max_attempts_times_fails_with_attempts_exhausted() 
     status = await psych_runtime.status(scoped, run_id)
     assert status.status == "failed" and status.failure_reason == "attempts_exhausted"
     assert status.error is not None and run_id in status.error
+
+
+async def test_an_attempt_that_dies_is_reported_and_its_slot_serves_the_next_run(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+
+    from psych_runtime.runtime import _drive, _worker
+
+    store = MemoryStore()
+    scoped = store.scoped(SCOPE)
+    spec = spec_with(CodeTool(name="lookup"))
+    doomed = await dispatch(scoped, spec, "where is A0?")
+    others = [await dispatch(scoped, spec, f"where is A{i}?") for i in (1, 2)]
+    real_drive = _drive.drive
+
+    async def dying_drive(
+        store: psych_runtime.ports.Store, claim: psych_runtime.ports.Claim, *args: Any, **kw: Any
+    ) -> Any:
+        if claim.run_id == doomed:  # fault injection: the task ends like a crash
+            raise RuntimeError("the process is going down")
+        return await real_drive(store, claim, *args, **kw)
+
+    monkeypatch.setattr(_worker, "drive", dying_drive)
+    caplog.set_level(logging.ERROR, logger="psych_runtime")
+    worker = Worker(store, Runtime(model=_per_run_model(), tools=[lookup]), concurrency=1)
+    await asyncio.wait_for(worker.run_until_idle(), 10)
+    assert f"run {doomed}: the attempt died (RuntimeError" in caplog.text
+    for run_id in others:  # the one slot went on to the next runs
+        assert (await psych_runtime.status(scoped, run_id)).status == "completed"
+    row = await store.get_run("acme", doomed)
+    assert row is not None and row.status == "running" and row.lease_owner is not None, (
+        "its lease is left to expire, as after a crash"
+    )
 
 
 async def test_concurrency_must_be_positive() -> None:

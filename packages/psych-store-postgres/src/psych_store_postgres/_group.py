@@ -89,19 +89,15 @@ async def append_many(
                 left.append(position)
             else:
                 outcomes[position] = AppendResult(inbox_last)
-        if left:  # the common case leaves none: no task group to set up
-            async with asyncio.TaskGroup() as tasks:
-                for position in left:
-                    tasks.create_task(settle(position))
-
-    if not apart:  # the common case: the whole group in one statement, no task for it
-        await commit_together()
-    else:
         async with asyncio.TaskGroup() as tasks:
-            if together:
-                tasks.create_task(commit_together())
-            for position in sorted(apart):
+            for position in left:
                 tasks.create_task(settle(position))
+
+    async with asyncio.TaskGroup() as tasks:
+        if together:
+            tasks.create_task(commit_together())
+        for position in sorted(apart):
+            tasks.create_task(settle(position))
     settled = [outcome for outcome in outcomes if outcome is not None]
     assert len(settled) == len(group)  # every task has settled its position
     return settled
