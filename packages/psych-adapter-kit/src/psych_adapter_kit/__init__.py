@@ -13,10 +13,10 @@ saying who releases what:
 - `SETUP_FAULTS` (a `SetupFaultHook`): where a backend asks whether a test wants one
   guarantee's setup to really fail; only `psych_runtime.testing.sandbox_faults` arms it.
 
-For store backends (`SQLiteStore`, `MySQLStore`, `DynamoDBStore`; `PostgresStore` while it
-cannot listen):
+For store backends:
 
-- `poll_until` with a `Backoff`: `Store.wait` by asking again, pauses doubling up to a
+- `poll_until` with a `Backoff` (`SQLiteStore`, `MySQLStore`, `DynamoDBStore`; `PostgresStore`
+  while it cannot listen): `Store.wait` by asking again, pauses doubling up to a
   ceiling; nothing is held between asks. `let_finish`: a short ask that runs to its end
   when its caller is cancelled (an ask of `poll_until`, `PostgresStore.wait`'s), since
   cutting it off costs the connection more than the ask.
