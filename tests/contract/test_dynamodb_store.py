@@ -46,6 +46,8 @@ from psych_core import (
 from psych_runtime.testing.store_contract import StoreContract
 from psych_store_dynamodb import DEFAULT_LIMITS, SCHEMA_VERSION, DynamoDBStore
 from psych_store_dynamodb._layout import SPEC_SK, shard_of, spec_pk
+from tests._spec_once import VERSION as SPEC_VERSION
+from tests._spec_once import check_read_once_and_written_once
 
 pytestmark = pytest.mark.contract
 
@@ -661,20 +663,12 @@ async def test_throttling_past_the_retries_is_unavailable(store: DynamoDBStore) 
 
 
 async def test_a_spec_version_is_read_once_and_written_once(store: DynamoDBStore) -> None:
-    # A version's JSON never changes nor goes away, so the store asks the table for it once:
-    # a worker reads its run's spec at every claim, an app writes it at every admission.
-    await store.put_spec("sha256:s", "{}")
-    assert await store.get_spec("sha256:s") == "{}"
-    async with raw_client() as client:
-        key = {"pk": {"S": spec_pk("sha256:s")}, "sk": {"S": SPEC_SK}}
-        await client.delete_item(TableName=store.table, Key=key)
-    assert await store.get_spec("sha256:s") == "{}", "not read again"
-    await store.put_spec("sha256:s", "{}")
-    fresh = open_store(store.table)
-    try:
-        assert await fresh.get_spec("sha256:s") is None, "not written again"
-    finally:
-        await fresh.close()
+    async def forget() -> None:
+        async with raw_client() as client:
+            key = {"pk": {"S": spec_pk(SPEC_VERSION)}, "sk": {"S": SPEC_SK}}
+            await client.delete_item(TableName=store.table, Key=key)
+
+    await check_read_once_and_written_once(store, forget, lambda: open_store(store.table))
 
 
 async def test_a_closed_store_refuses_calls(store: DynamoDBStore) -> None:

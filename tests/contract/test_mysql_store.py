@@ -47,6 +47,7 @@ from tests._mysql_databases import (
     execute,
     url_for,
 )
+from tests._spec_once import check_read_once_and_written_once
 from tests.contract._mysql_proxy import Proxy
 
 pytestmark = pytest.mark.contract
@@ -122,15 +123,10 @@ async def admit(store: Store, run_id: str, tenant: str = TENANT) -> None:
 async def test_a_spec_version_is_read_once_and_written_once(
     store: MySQLStore, database: str
 ) -> None:
-    # A version's JSON never changes nor goes away, so the store asks the server for it
-    # once: a worker reads its run's spec at every claim, an app writes it at every admission.
-    await store.put_spec("sha256:s", "{}")
-    assert await store.get_spec("sha256:s") == "{}"
-    await execute(f"DELETE FROM `{database}`.psych_specs")
-    assert await store.get_spec("sha256:s") == "{}", "not read again"
-    await store.put_spec("sha256:s", "{}")
-    async with MySQLStore(url_for(database)) as fresh:
-        assert await fresh.get_spec("sha256:s") is None, "not written again"
+    async def forget() -> None:
+        await execute(f"DELETE FROM `{database}`.psych_specs")
+
+    await check_read_once_and_written_once(store, forget, lambda: MySQLStore(url_for(database)))
 
 
 def record(run_id: str, seq: int, attempt: int, result: str = "ok") -> Record:

@@ -45,6 +45,7 @@ from tests._postgres import (
     store_behind_proxy,
     test_dsn,
 )
+from tests._spec_once import check_read_once_and_written_once
 
 pytestmark = pytest.mark.contract
 
@@ -514,19 +515,17 @@ async def test_a_record_is_kept_as_its_json_bytes(store: PostgresStore) -> None:
 
 
 async def test_a_spec_version_is_read_once_and_written_once(store: PostgresStore) -> None:
-    # A version's JSON never changes nor goes away, so the store asks the server for it
-    # once: a worker reads its run's spec at every claim, an app writes it at every admission.
-    await store.put_spec("sha256:s", "{}")
-    assert await store.get_spec("sha256:s") == "{}"
-    conn = await connect()
-    try:
-        await conn.execute(f"DELETE FROM {store.schema}.specs")
-    finally:
-        await conn.close()
-    assert await store.get_spec("sha256:s") == "{}", "not read again"
-    await store.put_spec("sha256:s", "{}")
-    async with PostgresStore(test_dsn(), schema=store.schema) as fresh:
-        assert await fresh.get_spec("sha256:s") is None, "not written again"
+    async def forget() -> None:
+        conn = await connect()
+        try:
+            await conn.execute(f"DELETE FROM {store.schema}.specs")
+        finally:
+            await conn.close()
+
+    def fresh() -> PostgresStore:
+        return PostgresStore(test_dsn(), schema=store.schema)
+
+    await check_read_once_and_written_once(store, forget, fresh)
 
 
 async def test_times_are_the_databases(store: PostgresStore) -> None:

@@ -39,6 +39,7 @@ from psych_runtime.testing.store_contract import StoreContract
 from psych_store_sqlite import SCHEMA_VERSION, SQLiteStore
 from psych_store_sqlite._lane import Lane
 from psych_store_sqlite._schema import MIGRATIONS
+from tests._spec_once import check_read_once_and_written_once
 
 pytestmark = pytest.mark.contract
 
@@ -369,19 +370,15 @@ async def test_data_outlives_the_store(tmp_path: Path) -> None:
 
 
 async def test_a_spec_version_is_read_once_and_written_once(tmp_path: Path) -> None:
-    # A version's JSON never changes nor goes away, so the store asks the file for it once:
-    # a worker reads its run's spec at every claim, an app writes it at every admission.
     db = tmp_path / "psych.db"
-    async with SQLiteStore(db) as store:
-        await store.migrate()
-        await store.put_spec("sha256:s", "{}")
-        assert await store.get_spec("sha256:s") == "{}"
+
+    async def forget() -> None:
         with contextlib.closing(sqlite3.connect(db)) as conn, conn:
             conn.execute("DELETE FROM psych_specs")
-        assert await store.get_spec("sha256:s") == "{}", "not read again"
-        await store.put_spec("sha256:s", "{}")
-        async with SQLiteStore(db) as fresh:
-            assert await fresh.get_spec("sha256:s") is None, "not written again"
+
+    async with SQLiteStore(db) as store:
+        await store.migrate()
+        await check_read_once_and_written_once(store, forget, lambda: SQLiteStore(db))
 
 
 async def test_a_lock_held_past_the_busy_timeout_is_unavailable(tmp_path: Path) -> None:
