@@ -18,6 +18,7 @@ from psych_core._compaction import cut_point
 from psych_core._errors import SpecError
 from psych_core._json_schema import OUTPUT_KEYWORDS, schema_problems, validation_errors
 from psych_core._messages import ToolCall
+from psych_core._quick_init import quick_init
 from psych_core._records import StepsPlanned
 from psych_core._spec import AgentSpec, AgentTool, WorkflowTool
 from psych_core._state import CallPhase, CallState, RunState, WaitingReason, call_key
@@ -38,6 +39,7 @@ class Compact:
     kept_from: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RunCalls:
     """Effect: run these calls, already recorded as started by this attempt."""
@@ -52,6 +54,7 @@ class CollectChildren:
     calls: tuple[CallState, ...]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StartCalls:
     """Decision: the model asked for these calls; record each as started, or refused."""

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from psych_core._quick_init import quick_init
+
 
 class ToolCall(BaseModel):
     """One tool call a model asked for.
@@ -27,6 +29,7 @@ class ToolCall(BaseModel):
     provider_call_id: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class UserMessage:
     """A message from the person the agent is serving."""
@@ -35,6 +38,7 @@ class UserMessage:
     role: Literal["user"] = "user"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AssistantMessage:
     """What the model said, and the tool calls it asked for."""
@@ -44,6 +48,7 @@ class AssistantMessage:
     role: Literal["assistant"] = "assistant"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolResultMessage:
     """The answer to one tool call, as the model will read it."""

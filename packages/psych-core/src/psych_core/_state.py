@@ -19,6 +19,7 @@ from pydantic import JsonValue
 from psych_core._canonical import canonical_json
 from psych_core._compaction import SUMMARY_PREFIX
 from psych_core._messages import Message, ToolCall, UserMessage
+from psych_core._quick_init import quick_init
 from psych_core._records import RunAdmitted, ToolFailureReason
 from psych_core._spec import AgentSpec
 from psych_core._usage import Usage
@@ -34,6 +35,7 @@ WaitingReason = Literal["approval", "external", "children"]
 FINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Conversation:
     """An append-only, persistent list of messages: adding shares every earlier node.
@@ -95,6 +97,7 @@ CallPhase = Literal[
 collected), ``done`` (finished, failed or settled)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
     """How a call ended: what a workflow's planner reads of the round before.
@@ -110,6 +113,7 @@ class CallOutcome:
     error: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class CallState:
     """Where one tool call of the current model turn is.

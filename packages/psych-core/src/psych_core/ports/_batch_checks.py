@@ -28,6 +28,7 @@ from psych_core._errors import (
     RunNotFound,
     StoreError,
 )
+from psych_core._quick_init import quick_init
 from psych_core._records import Record
 from psych_core.ports._store import Batch, NewRun, StoreLimits
 
@@ -40,6 +41,7 @@ def record_json(record: Record) -> bytes:
     return _RECORD_SERIALIZER.to_json(record)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CheckedRecords:
     """Records serialised once, and the first thing wrong with them.
@@ -122,6 +124,7 @@ def check_first_record(run: NewRun, first: Record, limits: StoreLimits) -> Check
     return CheckedRecords((body,), len(body), problem)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AppendFence:
     """The run row as `judge_append` reads it.

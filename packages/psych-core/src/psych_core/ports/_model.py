@@ -11,6 +11,7 @@ from pydantic import JsonValue
 
 from psych_core._messages import Message
 from psych_core._model_failure import ModelFailure
+from psych_core._quick_init import quick_init
 from psych_core._spec import ModelRef
 from psych_core._usage import Cost, Usage, UsageSource
 
@@ -24,6 +25,7 @@ class ToolDefinition:
     parameters: dict[str, JsonValue]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """Everything one model call needs.
@@ -45,6 +47,7 @@ class ModelRequest:
     output_schema: dict[str, JsonValue] | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ModelToolCall:
     """A tool call as the model wrote it; the runtime names it ``"{seq}.{i}"`` when recorded.
@@ -59,6 +62,7 @@ class ModelToolCall:
     provider_call_id: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
     """The model's answer.

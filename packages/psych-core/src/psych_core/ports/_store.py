@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from psych_core._errors import PsychError, RunNotFound
+from psych_core._quick_init import quick_init
 from psych_core._records import Record
 from psych_core._scope import Scope
 from psych_core._signals import InboxEntry, Signal
@@ -85,6 +86,7 @@ class Notify:
     signal: Signal
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Batch:
     """Records to append at once, all or none.
@@ -105,6 +107,7 @@ class Batch:
     notify: tuple[Notify, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AppendResult:
     """What an append returns: the run's latest inbox entry number."""
