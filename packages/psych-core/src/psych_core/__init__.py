@@ -80,6 +80,7 @@ from psych_core._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from psych_core._quick_init import quick_init
 from psych_core._readable import CORRUPT_LOG, fold_readable, readable_status
 from psych_core._records import (
     SCHEMA_VERSION,
@@ -465,6 +466,7 @@ __all__ = [
     "completed_run",
     "finished_call",
     "made_record",
+    "quick_init",
     "RunAdmitted",
     "RunCancelled",
     "RunCompleted",

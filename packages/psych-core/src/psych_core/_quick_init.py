@@ -9,7 +9,8 @@ CPU per step. `quick_init` writes the same ``__init__`` (same parameters, defaul
 keyword-only fields, ``__post_init__``) that sets each slot through its descriptor, bound once
 when the class is made, or a class without slots's ``__dict__`` in one assignment, as
 `psych_core._evolve` does. Nothing else about the class changes: it stays frozen, and
-``dataclasses.replace`` goes through the new ``__init__``.
+``dataclasses.replace`` goes through the new ``__init__``. Exported for the runtime's and the
+adapters' own values on a step's path (`ToolContext`).
 """
 
 from __future__ import annotations

@@ -153,6 +153,7 @@ class CallState:
         return self.arguments if self.arguments is not None else self.call.arguments
 
 
+@quick_init
 @dataclass(frozen=True)
 class RunState:
     """Everything the worker needs to decide what a run does next.

@@ -16,12 +16,19 @@ from typing import Any
 from pydantic import BaseModel
 
 
+# BaseModel's slots, set through their descriptors: `object.__setattr__` looks each up again.
+_SET_DICT = BaseModel.__dict__["__dict__"].__set__
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
 def unvalidated[M: BaseModel](cls: type[M], fields: dict[str, Any], given: set[str]) -> M:
     """An instance of `cls` holding `fields` (every field, in its order), `given` the ones a
     validated construction would count as set."""
     model = object.__new__(cls)
-    object.__setattr__(model, "__dict__", fields)
-    object.__setattr__(model, "__pydantic_fields_set__", given)
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
+    _SET_DICT(model, fields)
+    _SET_FIELDS_SET(model, given)
+    _SET_EXTRA(model, None)
+    _SET_PRIVATE(model, None)
     return model

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from psych_core import Scope
+from psych_core import Scope, quick_init
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Passed to a tool function that declares a parameter annotated `ToolContext`.
