@@ -15,7 +15,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-
 # BaseModel's slots, set through their descriptors: `object.__setattr__` looks each up again.
 _SET_DICT = BaseModel.__dict__["__dict__"].__set__
 _SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__

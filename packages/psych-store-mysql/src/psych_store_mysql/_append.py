@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from psych_core import FINAL_STATUSES, Batch, StoreError, StoreLimits
+from psych_core import FINAL_STATUSES, Batch, StoreError, StoreLimits, quick_init
 from psych_core.ports import AppendFence, check_batch, judge_append
 from psych_store_mysql._driver import Connection, Result
 from psych_store_mysql._inbox import DELIVER_STATEMENTS, deliver, delivery_checks
@@ -57,6 +57,7 @@ WRITES_BEFORE_INSERTS = 2
 """The answers to a batch's `writes` before its first record's ``INSERT``: ``UPDATE``, ``SET``."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Encoded:
     """A batch's records as JSON text, checked before anything is sent (`check_batch`).

@@ -19,7 +19,7 @@ import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from psych_core import PsychError
+from psych_core import PsychError, quick_init
 from psych_core.ports import Append, AppendResult, StoreLimits
 from psych_store_postgres._connections import Connection, Connections
 from psych_store_postgres._log import Encoded, encode
@@ -30,6 +30,7 @@ type Outcome = AppendResult | PsychError
 """What `append_many` says of one append: its result, or the refusal `append` raises."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """An append checked and serialised before any IO, as `append` does first."""

@@ -21,6 +21,7 @@ from psych_core import (
     Record,
     StoreError,
     StoreLimits,
+    quick_init,
 )
 from psych_core.ports import AppendFence, check_batch, judge_append
 from psych_store_postgres._connections import Connection
@@ -31,6 +32,7 @@ _RACES = 5
 """How many times a statement is sent again when it lost a race the diagnosis cannot name."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Encoded:
     """A batch serialised and checked before it goes out (`check_batch`); the problem is

@@ -21,6 +21,7 @@ from psych_core import (
     Record,
     StoreError,
     StoreLimits,
+    quick_init,
 )
 from psych_core.ports import AppendFence, check_batch, judge_append
 from psych_store_sqlite._connection import each_in_a_savepoint
@@ -45,6 +46,7 @@ _RELEASE = (
 )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Encoded:
     """A batch's records as JSON text, what is wrong with them (`check_batch`; raised inside

@@ -115,6 +115,7 @@ class AppendResult:
     inbox_last: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Append:
     """One run's batch in `Store.append_many`: what `Store.append` takes, as a value."""
