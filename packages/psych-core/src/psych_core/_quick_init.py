@@ -43,6 +43,9 @@ def quick_init[C: type](cls: C) -> C:
     """
     if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
         raise TypeError(f"quick_init serves frozen dataclasses, not {cls.__qualname__}")
+    own = vars(cls).get("__init__")
+    if own is None:
+        raise TypeError(f"quick_init: {cls.__qualname__} has no __init__ of its own to replace")
     slotted = "__slots__" in cls.__dict__
     names: dict[str, Any] = {"_FACTORY": _FACTORY, "_set_dict": object.__setattr__}
     positional: list[str] = []
@@ -93,9 +96,6 @@ def quick_init[C: type](cls: C) -> C:
     made: dict[str, Any] = {}
     exec(source, sys.modules[cls.__module__].__dict__, made)
     init = made["__make__"](**names)
-    own = vars(cls).get("__init__")
-    if own is None:
-        raise TypeError(f"quick_init: {cls.__qualname__} has no __init__ of its own to replace")
     init.__annotations__ = dict(own.__annotations__)
     if str(inspect.signature(init)) != str(inspect.signature(own)):
         raise TypeError(
