@@ -71,15 +71,6 @@ class Result(NamedTuple):
     insert_id: int = 0
 
 
-class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
-    """aiomysql's cursor, without its ``SHOW WARNINGS`` round trip after a statement that
-    left notes (``CREATE TABLE IF NOT EXISTS`` on a table that exists, for one): the
-    store's SQL runs in strict mode, where what matters is an error, not a note."""
-
-    async def _show_warnings(self, conn: Any) -> None:
-        return None
-
-
 class Connection:
     """One server session.
 
@@ -160,17 +151,17 @@ class Connection:
             size = len(sql.encode())
             if size >= self._max_packet:
                 raise PacketTooLarge(size, self._max_packet)
-        cursor = await self._raw.cursor()
+        raw = self._raw
         self.sent = True
         self._in_doubt = True
         self.last_used = time.monotonic()
-        try:
-            await cursor.execute(sql)
-            results = [await _result(cursor)]
-            while await cursor.nextset():
-                results.append(await _result(cursor))
-        finally:
-            await cursor.close()
+        # The connection's own reads, without a cursor: a cursor copies each answer into
+        # itself and back out, a third of what reading an answer costs.
+        await raw.query(sql)
+        results = [_result(raw._result)]
+        while raw._result.has_next:
+            await raw.next_result()
+            results.append(_result(raw._result))
         self._in_doubt = False
         return results
 
@@ -190,9 +181,9 @@ class Connection:
             self._raw.close()
 
 
-async def _result(cursor: Any) -> Result:
-    rows = tuple(await cursor.fetchall())
-    return Result(int(cursor.rowcount), rows, int(cursor.lastrowid or 0))
+def _result(answer: Any) -> Result:
+    """One statement's answer, as aiomysql's connection read it (a ``MySQLResult``)."""
+    return Result(int(answer.affected_rows), answer.rows or (), int(answer.insert_id or 0))
 
 
 class PacketTooLarge(Exception):
@@ -227,7 +218,6 @@ async def connect(settings: Settings, max_packet: int) -> Connection:
         init_command=init,
         connect_timeout=settings.connect_timeout,
         client_flag=CLIENT.FOUND_ROWS,
-        cursorclass=_QuietCursor,
         ssl=settings.ssl,
         program_name="psych-store-mysql",
     )
