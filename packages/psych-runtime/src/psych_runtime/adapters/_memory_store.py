@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
@@ -112,10 +113,62 @@ class _Run:
     signal_keys: set[str] = field(default_factory=set)
 
 
-def _claim_order(run: _Run) -> tuple[bool, dt.datetime, int]:
-    """A run whose lease expired (it still names its owner) first: its worker died with it
-    started. Then the smallest runnable_at, then the earliest created."""
-    return (run.row.lease_owner is None, run.row.runnable_at or NEVER_BEFORE, run.order)
+class _ClaimOrder:
+    """The open runs in the order a claim takes them, so that a claim costs a heap's few
+    steps, not a look at every open run (a test suite that admits thousands of runs would
+    otherwise pay for each claim as much as for all of them).
+
+    A run whose lease expired (it still names its owner) comes first: its worker died with it
+    started. Then the smallest ``runnable_at``, then the earliest created. Two heaps hold
+    them: leased runs by their lease's expiry, the others by ``runnable_at``; each entry is a
+    run's key when it was put in, so the store puts a run in again whenever its key changes
+    (`put`), and an entry that no longer matches its run (claimed, renewed, ended, deleted
+    since) is dropped when it comes to the top. The heaps are rebuilt from the open runs when
+    such leftovers outnumber them, so they stay within a few times the open runs.
+    """
+
+    def __init__(self) -> None:
+        self._leased: list[tuple[dt.datetime, int, _Run]] = []
+        self._free: list[tuple[dt.datetime, int, _Run]] = []
+
+    def put(self, run: _Run, open_runs: dict[str, _Run]) -> None:
+        """Hold `run` at its key now (nothing, when it is not claimable at any time)."""
+        row = run.row
+        if row.runnable_at is None or row.status in FINAL_STATUSES:
+            return
+        heap = self._free if row.lease_owner is None else self._leased
+        heapq.heappush(heap, (row.runnable_at, run.order, run))
+        if len(self._leased) + len(self._free) > 2 * len(open_runs) + 64:
+            self._rebuild(open_runs)
+
+    def first(self, now: dt.datetime, runs: dict[str, _Run]) -> _Run | None:
+        """The run a claim takes at `now`, if any: still held, dropped only when claimed."""
+        for heap, leased in ((self._leased, True), (self._free, False)):
+            while heap:
+                at, _, run = heap[0]
+                row = run.row
+                if (
+                    runs.get(row.run_id) is not run
+                    or row.status in FINAL_STATUSES
+                    or row.runnable_at != at
+                    or (row.lease_owner is not None) != leased
+                ):
+                    heapq.heappop(heap)  # a leftover: the run moved on since
+                    continue
+                if at <= now:
+                    return run
+                break
+        return None
+
+    def _rebuild(self, open_runs: dict[str, _Run]) -> None:
+        self._leased, self._free = [], []
+        for run in open_runs.values():
+            row = run.row
+            if row.runnable_at is not None and row.status not in FINAL_STATUSES:
+                heap = self._free if row.lease_owner is None else self._leased
+                heap.append((row.runnable_at, run.order, run))
+        heapq.heapify(self._leased)
+        heapq.heapify(self._free)
 
 
 class MemoryStore(Store):
@@ -128,9 +181,10 @@ class MemoryStore(Store):
     def __init__(self, *, clock: Callable[[], dt.datetime] | None = None) -> None:
         self._clock = clock or _utc_now
         self._runs: dict[str, _Run] = {}
-        # The runs not known to have ended: a claim looks at these, not at every run the store
-        # has held (`_open_runs` drops the ended and the deleted).
+        # The runs that have not ended and are not deleted: a run leaves when it ends or is
+        # deleted; the claim order is rebuilt from these.
         self._open: dict[str, _Run] = {}
+        self._claim_order = _ClaimOrder()
         self._keys: dict[tuple[str, str], str] = {}
         self._specs: dict[str, str] = {}
         self._order = 0
@@ -188,6 +242,7 @@ class MemoryStore(Store):
         )
         kept.log.extend(checked.bodies)
         self._open[run.run_id] = kept
+        self._claim_order.put(kept, self._open)
         if run.idempotency_key is not None:
             self._keys[(run.tenant, run.idempotency_key)] = run.run_id
         self._notify()
@@ -222,8 +277,11 @@ class MemoryStore(Store):
         if index.releases_lease:
             row.lease_owner = row.lease_expires_at = None
             row.runnable_at = index.due_at
+            self._claim_order.put(run, self._open)
         if index.status == "waiting":
             row.claims = 0
+        if index.status in FINAL_STATUSES:
+            self._open.pop(run_id, None)
         for notice in batch.notify:
             self._deliver(notice, row.updated_at)
         self._notify()
@@ -251,43 +309,30 @@ class MemoryStore(Store):
         """Take the oldest claimable run; see `Store.claim`."""
         check_claim(ttl, max_attempts)
         now = self._clock()
-        if run_id is None:
-            candidates = self._open_runs()
-        else:
-            candidates = [self._runs[run_id]] if run_id in self._runs else []
-        ready = [
-            run
-            for run in candidates
-            if run.row.runnable_at is not None
-            and run.row.runnable_at <= now
-            and run.row.status not in FINAL_STATUSES
-        ]
         exhausted = False
-        while ready:
-            run = min(ready, key=_claim_order)
+        while (run := self._claimable(run_id, now)) is not None:
             if run.row.claims >= max_attempts:
-                self._exhaust(run, max_attempts, now)
+                self._exhaust(run, max_attempts, now)  # it ends, and leaves the claim order
                 exhausted = True
-                ready.remove(run)
                 continue
             claim = self._start(run, worker_id, ttl, now)
+            self._claim_order.put(run, self._open)
             self._notify()
             return claim
         if exhausted:
             self._notify()
         return None
 
-    def _open_runs(self) -> list[_Run]:
-        """The runs that have not ended, once those that ended or were deleted since the last
-        look are dropped (a run that has ended never runs again)."""
-        gone = [
-            run_id
-            for run_id, run in self._open.items()
-            if run.row.status in FINAL_STATUSES or self._runs.get(run_id) is not run
-        ]
-        for run_id in gone:
-            del self._open[run_id]
-        return list(self._open.values())
+    def _claimable(self, run_id: str | None, now: dt.datetime) -> _Run | None:
+        """The run a claim takes at `now` (only `run_id`, when given), if any."""
+        if run_id is None:
+            return self._claim_order.first(now, self._runs)
+        run = self._runs.get(run_id)
+        if run is None:
+            return None
+        row = run.row
+        ready = row.runnable_at is not None and row.runnable_at <= now
+        return run if ready and row.status not in FINAL_STATUSES else None
 
     def _start(self, run: _Run, worker_id: str, ttl: dt.timedelta, now: dt.datetime) -> Claim:
         row = run.row
@@ -313,6 +358,7 @@ class MemoryStore(Store):
 
     def _exhaust(self, run: _Run, max_attempts: int, now: dt.datetime) -> None:
         row = run.row
+        self._open.pop(row.run_id, None)
         record = exhausted_record(
             row.run_id, row.next_seq, row.attempt, now, row.claims, max_attempts
         )
@@ -336,6 +382,7 @@ class MemoryStore(Store):
             raise LeaseLost(run_id, attempt, run.row.attempt)
         expires = self._clock() + ttl
         run.row = replace(run.row, lease_expires_at=expires, runnable_at=expires)
+        self._claim_order.put(run, self._open)
         return RenewResult(expires, run.row.inbox_last)
 
     async def release(
@@ -354,6 +401,7 @@ class MemoryStore(Store):
             waiting=None,
             updated_at=self._clock(),
         )
+        self._claim_order.put(run, self._open)
         self._notify()
 
     async def signal(self, tenant: str, run_id: str, signal: Signal, key: str) -> int:
@@ -382,7 +430,7 @@ class MemoryStore(Store):
         """Waiting runs claimable at `now`, oldest first."""
         found = [
             run
-            for run in self._open_runs()
+            for run in self._open.values()
             if run.row.status == "waiting"
             and run.row.runnable_at is not None
             and run.row.runnable_at <= now
@@ -424,6 +472,8 @@ class MemoryStore(Store):
         if run is None or run.row.tenant != tenant:
             return False
         del self._runs[run_id]
+        if self._open.get(run_id) is run:
+            del self._open[run_id]
         if run.idempotency_key is not None:
             self._keys.pop((tenant, run.idempotency_key), None)
         return True
@@ -456,9 +506,12 @@ class MemoryStore(Store):
         run.inbox.append(entry.model_dump_json())
         run.signal_keys.add(key)
         changes: dict[str, object] = {"inbox_last": number}
-        if run.row.status == "waiting":
+        waiting = run.row.status == "waiting"
+        if waiting:
             changes["runnable_at"] = NEVER_BEFORE
         run.row = replace(run.row, **changes)  # type: ignore[arg-type]
+        if waiting:
+            self._claim_order.put(run, self._open)
         return number
 
     def _deliver(self, notice: Notify, now: dt.datetime) -> None:
