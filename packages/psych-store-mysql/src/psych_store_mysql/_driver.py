@@ -1,7 +1,9 @@
 """The driver seam: aiomysql connections, typed, opened with the settings the store relies on.
 
 aiomysql ships no type information, so this is the one module that touches it; the rest of
-the store sees `Connection` and `Result`.
+the store sees `Connection` and `Result`. It reads two parts aiomysql keeps to itself, the
+same from 0.2.0 (the oldest release the store admits) to today's: the stream reader
+(`Connection.looks_broken`) and the connection's last answer (`Connection.batch`).
 
 Every connection runs with:
 
@@ -156,7 +158,7 @@ class Connection:
         self._in_doubt = True
         self.last_used = time.monotonic()
         # The connection's own reads, without a cursor: a cursor copies each answer into
-        # itself and back out, a third of what reading an answer costs.
+        # itself and back out, about a quarter of what reading an answer costs.
         await raw.query(sql)
         results = [_result(raw._result)]
         while raw._result.has_next:

@@ -128,8 +128,10 @@ class _ClaimOrder:
     """
 
     def __init__(self) -> None:
-        self._leased: list[tuple[dt.datetime, int, _Run]] = []
-        self._free: list[tuple[dt.datetime, int, _Run]] = []
+        # (runnable_at, the run's creation number, its id): a run deleted and admitted again
+        # under the same id is a new run, with a new number.
+        self._leased: list[tuple[dt.datetime, int, str]] = []
+        self._free: list[tuple[dt.datetime, int, str]] = []
 
     def put(self, run: _Run, open_runs: dict[str, _Run]) -> None:
         """Hold `run` at its key now (nothing, when it is not claimable at any time)."""
@@ -137,21 +139,23 @@ class _ClaimOrder:
         if row.runnable_at is None or row.status in FINAL_STATUSES:
             return
         heap = self._free if row.lease_owner is None else self._leased
-        heapq.heappush(heap, (row.runnable_at, run.order, run))
+        heapq.heappush(heap, (row.runnable_at, run.order, row.run_id))
         if len(self._leased) + len(self._free) > 2 * len(open_runs) + 64:
             self._rebuild(open_runs)
 
     def first(self, now: dt.datetime, runs: dict[str, _Run]) -> _Run | None:
-        """The run a claim takes at `now`, if any: still held, dropped only when claimed."""
+        """The run a claim takes at `now`, if any. Its entry stays: the claim changes the
+        run's key, which makes the entry a leftover."""
         for heap, leased in ((self._leased, True), (self._free, False)):
             while heap:
-                at, _, run = heap[0]
-                row = run.row
+                at, order, run_id = heap[0]
+                run = runs.get(run_id)
                 if (
-                    runs.get(row.run_id) is not run
-                    or row.status in FINAL_STATUSES
-                    or row.runnable_at != at
-                    or (row.lease_owner is not None) != leased
+                    run is None
+                    or run.order != order
+                    or run.row.status in FINAL_STATUSES
+                    or run.row.runnable_at != at
+                    or (run.row.lease_owner is not None) != leased
                 ):
                     heapq.heappop(heap)  # a leftover: the run moved on since
                     continue
@@ -166,7 +170,7 @@ class _ClaimOrder:
             row = run.row
             if row.runnable_at is not None and row.status not in FINAL_STATUSES:
                 heap = self._free if row.lease_owner is None else self._leased
-                heap.append((row.runnable_at, run.order, run))
+                heap.append((row.runnable_at, run.order, row.run_id))
         heapq.heapify(self._leased)
         heapq.heapify(self._free)
 
