@@ -96,6 +96,7 @@ async def test_a_claim_takes_what_a_look_at_every_open_run_takes(seed: int) -> N
             assert (claim.run_id if claim else None) == wanted, f"seed {seed}, step {step}"
             for run_id in ended:
                 assert store._runs[run_id].row.status == "failed", run_id
+                assert run_id not in store._open, f"{run_id} ended and is still open"
             claims += claim is not None
         elif move < 0.55 and mine:
             run_id = rng.choice(mine)
@@ -122,6 +123,8 @@ async def test_a_claim_takes_what_a_look_at_every_open_run_takes(seed: int) -> N
         else:
             clock.now += dt.timedelta(seconds=rng.choice((0.5, 2, 10, 40)))
     assert claims > 50, "the walk claimed too little to say anything"
+    not_ended = {run_id for run_id, run in store._runs.items() if run.row.status not in FINAL}
+    assert set(store._open) == not_ended
 
 
 async def test_the_claim_order_stays_within_a_few_times_the_open_runs() -> None:

@@ -127,33 +127,30 @@ class _ClaimOrder:
     such leftovers outnumber them, so they stay within a few times the open runs.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, open_runs: dict[str, _Run]) -> None:
+        self._open = open_runs  # the store's own: runs leave it when they end or are deleted
         # (runnable_at, the run's creation number, its id): a run deleted and admitted again
         # under the same id is a new run, with a new number.
         self._leased: list[tuple[dt.datetime, int, str]] = []
         self._free: list[tuple[dt.datetime, int, str]] = []
 
-    def put(self, run: _Run, open_runs: dict[str, _Run]) -> None:
+    def put(self, run: _Run) -> None:
         """Hold `run` at its key now (nothing, when it is not claimable at any time)."""
-        row = run.row
-        if row.runnable_at is None or row.status in FINAL_STATUSES:
-            return
-        heap = self._free if row.lease_owner is None else self._leased
-        heapq.heappush(heap, (row.runnable_at, run.order, row.run_id))
-        if len(self._leased) + len(self._free) > 2 * len(open_runs) + 64:
-            self._rebuild(open_runs)
+        if self._hold(run) and len(self._leased) + len(self._free) > 2 * len(self._open) + 64:
+            self._leased, self._free = [], []
+            for held in self._open.values():
+                self._hold(held)
 
-    def first(self, now: dt.datetime, runs: dict[str, _Run]) -> _Run | None:
+    def first(self, now: dt.datetime) -> _Run | None:
         """The run a claim takes at `now`, if any. Its entry stays: the claim changes the
         run's key, which makes the entry a leftover."""
         for heap, leased in ((self._leased, True), (self._free, False)):
             while heap:
                 at, order, run_id = heap[0]
-                run = runs.get(run_id)
+                run = self._open.get(run_id)
                 if (
                     run is None
                     or run.order != order
-                    or run.row.status in FINAL_STATUSES
                     or run.row.runnable_at != at
                     or (run.row.lease_owner is not None) != leased
                 ):
@@ -164,15 +161,14 @@ class _ClaimOrder:
                 break
         return None
 
-    def _rebuild(self, open_runs: dict[str, _Run]) -> None:
-        self._leased, self._free = [], []
-        for run in open_runs.values():
-            row = run.row
-            if row.runnable_at is not None and row.status not in FINAL_STATUSES:
-                heap = self._free if row.lease_owner is None else self._leased
-                heap.append((row.runnable_at, run.order, row.run_id))
-        heapq.heapify(self._leased)
-        heapq.heapify(self._free)
+    def _hold(self, run: _Run) -> bool:
+        """Push `run`'s entry on its heap; False when it has none (never claimable again)."""
+        row = run.row
+        if row.runnable_at is None or row.status in FINAL_STATUSES:
+            return False
+        heap = self._free if row.lease_owner is None else self._leased
+        heapq.heappush(heap, (row.runnable_at, run.order, row.run_id))
+        return True
 
 
 class MemoryStore(Store):
@@ -188,7 +184,7 @@ class MemoryStore(Store):
         # The runs that have not ended and are not deleted: a run leaves when it ends or is
         # deleted; the claim order is rebuilt from these.
         self._open: dict[str, _Run] = {}
-        self._claim_order = _ClaimOrder()
+        self._claim_order = _ClaimOrder(self._open)
         self._keys: dict[tuple[str, str], str] = {}
         self._specs: dict[str, str] = {}
         self._order = 0
@@ -246,7 +242,7 @@ class MemoryStore(Store):
         )
         kept.log.extend(checked.bodies)
         self._open[run.run_id] = kept
-        self._claim_order.put(kept, self._open)
+        self._claim_order.put(kept)
         if run.idempotency_key is not None:
             self._keys[(run.tenant, run.idempotency_key)] = run.run_id
         self._notify()
@@ -281,7 +277,7 @@ class MemoryStore(Store):
         if index.releases_lease:
             row.lease_owner = row.lease_expires_at = None
             row.runnable_at = index.due_at
-            self._claim_order.put(run, self._open)
+            self._claim_order.put(run)
         if index.status == "waiting":
             row.claims = 0
         if index.status in FINAL_STATUSES:
@@ -320,7 +316,7 @@ class MemoryStore(Store):
                 exhausted = True
                 continue
             claim = self._start(run, worker_id, ttl, now)
-            self._claim_order.put(run, self._open)
+            self._claim_order.put(run)
             self._notify()
             return claim
         if exhausted:
@@ -330,7 +326,7 @@ class MemoryStore(Store):
     def _claimable(self, run_id: str | None, now: dt.datetime) -> _Run | None:
         """The run a claim takes at `now` (only `run_id`, when given), if any."""
         if run_id is None:
-            return self._claim_order.first(now, self._runs)
+            return self._claim_order.first(now)
         run = self._runs.get(run_id)
         if run is None:
             return None
@@ -386,7 +382,7 @@ class MemoryStore(Store):
             raise LeaseLost(run_id, attempt, run.row.attempt)
         expires = self._clock() + ttl
         run.row = replace(run.row, lease_expires_at=expires, runnable_at=expires)
-        self._claim_order.put(run, self._open)
+        self._claim_order.put(run)
         return RenewResult(expires, run.row.inbox_last)
 
     async def release(
@@ -405,7 +401,7 @@ class MemoryStore(Store):
             waiting=None,
             updated_at=self._clock(),
         )
-        self._claim_order.put(run, self._open)
+        self._claim_order.put(run)
         self._notify()
 
     async def signal(self, tenant: str, run_id: str, signal: Signal, key: str) -> int:
@@ -515,7 +511,7 @@ class MemoryStore(Store):
             changes["runnable_at"] = NEVER_BEFORE
         run.row = replace(run.row, **changes)  # type: ignore[arg-type]
         if waiting:
-            self._claim_order.put(run, self._open)
+            self._claim_order.put(run)
         return number
 
     def _deliver(self, notice: Notify, now: dt.datetime) -> None:
