@@ -36,7 +36,8 @@ how many queued runs started first). The memory store has no connections and no 
 n/a there. The last line is machine-readable:
 
     store=NAME steps_per_run=21 per_step_ms=X floor_ms=Y ratio=Z cpu_us_per_step=C
-        cpu_calibration_us=U runs_per_s_32=W in_flight_32=I claim_p50_ms=A claim_p95_ms=B
+        cpu_us_in_append=CA cpu_us_runtime=CR cpu_calibration_us=U runs_per_s_32=W
+        in_flight_32=I claim_p50_ms=A claim_p95_ms=B
         floor_runs_per_s_32=F recovery_s=R recovery_lease_s=L append_ratio=P
         turn_ratio=T rps_runs=M runs_per_s_1p=N1 host_busy_1p=H1 worker_cores_1p=K1
         (and the same for 2p and 4p)                                      (all on one line)
@@ -53,7 +54,14 @@ divided by its steps: on the memory store, the runtime's own cost. Machines diff
 printed next to a calibration unit (`bench._cpu.calibration_us`: a fixed piece of the kind of
 Python work a step does, timed in the same rounds), and as their quotient, which is what to
 compare between machines. `python -m bench.against_ref --ref REV` compares both figures with an
-earlier commit's, side by side in one invocation.
+earlier commit's, side by side in one invocation. The CPU per step is also split at the store's
+append: the CPU while a step's `store.append` was awaited (the store's client, and the event
+loop until the append returned) and the rest, the runtime's own work. The same runtime code
+can cost more on a database store than on the memory store: a round trip makes the process
+wait, and on some virtual machines the code that runs after a wait costs several times what it
+costs back to back. `--idle-us N` shows it apart: each append is followed by an idle wait of N
+microseconds, so on the memory store the runtime's own CPU is measured with the process
+sleeping between steps as it does on a database store, and compared with the figure without.
 
 Server stores read their server from the environment: PSYCH_BENCH_POSTGRES_DSN (else
 PSYCH_TEST_POSTGRES_DSN, else the server `scripts/dev-services.sh start` brings up). Each
@@ -84,7 +92,7 @@ from bench._in_flight import mean_in_flight, spans
 from bench._recovery import Recovery, recovery_behind_queue
 from bench._stores import bench_url, count_appends, discard, floor_ms, floor_runs_per_s, fresh_store
 from psych_runtime import RunQuery, Runtime, Worker, dispatch
-from psych_runtime.ports import Batch, RunIndex, Store
+from psych_runtime.ports import AppendResult, Batch, RunIndex, Store
 from psych_runtime.records import AttemptStarted, Record, ToolCallFinished
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,24 +124,74 @@ async def warm_up(store: Store, runs: int, calls: int) -> None:
     await Worker(store, runtime, concurrency=runs, poll_interval=0.01).run_until_idle()
 
 
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """The per-step measure of one round: a durable step's time and this process's CPU
+    (`time.process_time`), split at the store's append."""
+
+    ms: float
+    steps_per_run: float
+    cpu_us: float
+    """CPU per step: the runtime's own and the store client's (the runtime's alone on the
+    memory store)."""
+    cpu_in_append_us: float
+    """CPU per step while its `store.append` was awaited: the store's client and the event
+    loop's work until the append returned (and the `idle_us` wait, when there is one)."""
+
+    @property
+    def cpu_runtime_us(self) -> float:
+        """CPU per step outside the append: the runtime's own work (and the claims')."""
+        return self.cpu_us - self.cpu_in_append_us
+
+
 async def per_step(
-    url: str, runs: int, calls: int, result_bytes: int = 0
-) -> tuple[float, float, float]:
-    """(ms per durable step, steps per run, CPU microseconds per step) for `runs` runs driven
-    one at a time, each tool result about `result_bytes` of JSON (0: a few bytes). The CPU is
-    this process's (`time.process_time`): the runtime's own, and the store client's; on the
-    memory store, the runtime's alone."""
+    url: str, runs: int, calls: int, result_bytes: int = 0, idle_us: float = 0
+) -> StepCost:
+    """A durable step's cost over `runs` runs driven one at a time, each tool result about
+    `result_bytes` of JSON (0: a few bytes).
+
+    With `idle_us`, each append is followed by an idle wait of that many microseconds, as a
+    database's round trip makes the process wait: on the memory store, what the runtime's
+    own CPU becomes when the process sleeps between steps, against what it is back to back
+    (on some virtual machines the code that runs after a wait costs several times more)."""
     async with fresh_store(url) as store:
         await warm_up(store, 1, calls)
         await admit_runs(store, runs, calls)
         stamps: list[float] = []
         count_appends(store, stamps)
+        in_append = _time_appends(store, idle_us / 1e6)
         runtime = Runtime(model=StepModel(calls), tools=[step_returning(result_bytes)])
         worker = Worker(store, runtime, poll_interval=0.01)
         started, cpu = time.perf_counter(), time.process_time()
         await worker.run_until_idle()
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return elapsed * 1000 / len(stamps), len(stamps) / runs, cpu * 1e6 / len(stamps)
+    steps = len(stamps)
+    return StepCost(
+        elapsed * 1000 / steps, steps / runs, cpu * 1e6 / steps, in_append[0] * 1e6 / steps
+    )
+
+
+def _time_appends(store: Store, idle_s: float) -> list[float]:
+    """From now on, add the CPU seconds spent in each `store.append` (and an idle wait of
+    `idle_s` after it, when not 0) to the one-element list returned."""
+    spent = [0.0]
+    original = store.append
+
+    async def timed(run_id: str, attempt: int, batch: Batch) -> AppendResult:
+        started = time.process_time()
+        try:
+            result = await original(run_id, attempt, batch)
+            if idle_s:
+                # The process sleeps, as it does waiting on a round trip; blocking is harmless
+                # here (one run at a time), and precise where the event loop's timers round
+                # a wait up to a millisecond.
+                time.sleep(idle_s)  # noqa: ASYNC251 (the process must sleep, see above)
+            return result
+        finally:
+            spent[0] += time.process_time() - started
+
+    store.append = timed  # type: ignore[method-assign]
+    return spent
 
 
 async def append_only(url: str, count: int) -> float:
@@ -412,6 +470,12 @@ async def main() -> None:
         default=0,
         help="JSON bytes of each tool result in the per-step measure (0: a few bytes)",
     )
+    parser.add_argument(
+        "--idle-us",
+        type=float,
+        default=0,
+        help="an idle wait after each append in the per-step measure (us; 0: none)",
+    )
     parser.add_argument("--long", type=int, default=1000, help="turns of the long run")
     parser.add_argument("--claims", type=int, default=50, help="trials of the claim latency")
     parser.add_argument(
@@ -440,13 +504,15 @@ async def main() -> None:
             rounds = max(args.rounds, 1)
             per_round = max(args.runs // rounds, 1)
             steps_ms, floors, appends, ratios, append_ratios = [], [], [], [], []
-            cpus, calibrations = [], []
+            costs: list[StepCost] = []
+            calibrations = []
             for index in range(rounds):
                 calibrations.append(calibration_us())
-                one_step, steps, one_cpu = await per_step(
-                    url(f"steps{index}"), per_round, args.calls, args.result_bytes
+                cost = await per_step(
+                    url(f"steps{index}"), per_round, args.calls, args.result_bytes, args.idle_us
                 )
-                cpus.append(one_cpu)
+                costs.append(cost)
+                one_step, steps = cost.ms, cost.steps_per_run
                 count = int(per_round * steps)
                 folder = workdir / f"round{index}"
                 folder.mkdir()
@@ -459,7 +525,12 @@ async def main() -> None:
                 append_ratios.append(one_append / one_floor)
             step_ms, floor = statistics.median(steps_ms), statistics.median(floors)
             append_ms, ratio = statistics.median(appends), statistics.median(ratios)
-            cpu_us, calibration = statistics.median(cpus), statistics.median(calibrations)
+            cpu_us, calibration = (
+                statistics.median(cost.cpu_us for cost in costs),
+                statistics.median(calibrations),
+            )
+            cpu_in_append = statistics.median(cost.cpu_in_append_us for cost in costs)
+            cpu_runtime = cpu_us - cpu_in_append  # the rest, so that the two add up
             rps = await runs_per_second_beside_floor(
                 url, rounds=3, calls=args.calls, steps=round(steps), runs=args.rps_runs
             )
@@ -472,6 +543,8 @@ async def main() -> None:
                 ("store append alone, no runtime (ms)", f"{append_ms:.3f}"),
                 ("store append alone / raw floor", f"{statistics.median(append_ratios):.2f}"),
                 ("CPU per durable step, this process (us)", f"{cpu_us:.1f}"),
+                ("  of it, while the store's append was awaited (us)", f"{cpu_in_append:.1f}"),
+                ("  of it, outside the append: the runtime's own (us)", f"{cpu_runtime:.1f}"),
                 ("CPU calibration unit (us)", f"{calibration:.1f}"),
                 ("CPU per step / calibration unit", f"{cpu_us / calibration:.2f}"),
                 (
@@ -510,6 +583,7 @@ async def main() -> None:
     print(
         f"store={args.store} steps_per_run={steps:.0f} per_step_ms={step_ms:.3f} "
         f"floor_ms={floor:.3f} ratio={ratio:.2f} cpu_us_per_step={cpu_us:.1f} "
+        f"cpu_us_in_append={cpu_in_append:.1f} cpu_us_runtime={cpu_runtime:.1f} "
         f"cpu_calibration_us={calibration:.1f} runs_per_s_32={rps.runs_per_s:.1f} "
         f"in_flight_32={rps.in_flight:.1f} "
         f"claim_p50_ms={claim_p50:.2f} claim_p95_ms={claim_p95:.2f} "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,11 @@ async def test_the_command_prints_every_figure_and_a_machine_readable_line(
     assert found["steps_per_run"] == "21"
     for key in ("per_step_ms", "ratio", "cpu_us_per_step", "cpu_calibration_us", "runs_per_s_32"):
         assert float(found[key]) > 0, key
+    # The CPU per step, split at the store's append: the two parts add up to it.
+    in_append, runtime = float(found["cpu_us_in_append"]), float(found["cpu_us_runtime"])
+    assert in_append > 0
+    assert runtime > 0
+    assert in_append + runtime == pytest.approx(float(found["cpu_us_per_step"]), abs=0.25)
     assert 0 < float(found["in_flight_32"]) <= 32
     assert float(found["claim_p95_ms"]) >= float(found["claim_p50_ms"]) >= 0
     assert found["floor_runs_per_s_32"] == "n/a"
@@ -77,8 +83,10 @@ def test_the_recovery_rows_say_what_was_measured() -> None:
 
 async def test_the_warm_up_runs_are_served_before_the_clock_and_not_counted() -> None:
     # The memory store: the flavours check runs these tests without the SQLite store.
-    _, steps_per_run, _ = await durable_steps.per_step("memory:", 3, 2)
-    assert steps_per_run == 5, "2 calls a run: 3 model turns and 2 results; the warm run left out"
+    cost = await durable_steps.per_step("memory:", 3, 2)
+    assert cost.steps_per_run == 5, (
+        "2 calls a run: 3 model turns and 2 results; the warm run left out"
+    )
     async with fresh_store("memory:") as store:
         await durable_steps.warm_up(store, 4, 2)
         runs = await store.list_runs(SCOPE.tenant, RunQuery())
@@ -119,3 +127,23 @@ async def test_the_runs_per_second_measure_runs_as_many_runs_on_both_sides(
     finally:
         connection.close()
     assert runs == 8
+
+
+async def test_each_append_is_followed_by_the_idle_wait_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `--idle-us`: the process sleeps after each append, as a database's round trip makes it
+    # wait, inside the window that the append's share of the CPU is timed over.
+    slept: list[float] = []
+    real_sleep = time.sleep
+
+    def noted(seconds: float) -> None:
+        slept.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", noted)
+    cost = await durable_steps.per_step("memory:", 2, 1, idle_us=300)
+    waits = [seconds for seconds in slept if seconds == pytest.approx(300e-6)]
+    assert len(waits) == 2 * 3, "2 runs of 3 steps (2 model turns, 1 result): a wait after each"
+    assert cost.ms >= 0.3, "each step waited 300 us"
+    assert 0 < cost.cpu_in_append_us < cost.cpu_us
