@@ -36,7 +36,7 @@ from psych_core import (
     UserInput,
 )
 from psych_runtime.testing.store_contract import StoreContract
-from psych_store_mysql import DEFAULT_LIMITS, SCHEMA_VERSION, MySQLStore
+from psych_store_mysql import DEFAULT_LIMITS, SCHEMA_VERSION, MySQLStore, _append
 from psych_store_mysql._schema import lock_name
 from tests._eventually import eventually
 from tests._mysql_databases import (
@@ -295,9 +295,12 @@ async def test_a_database_that_does_not_exist_says_how_to_create_it() -> None:
 
 async def test_round_trips_per_call(database: str, proxy: Proxy) -> None:
     # A transaction that writes more than one statement costs one round trip more than its
-    # statements need: its COMMIT goes alone, once the client has checked every answer.
+    # statements need: its COMMIT goes alone, once the client has checked every answer. But
+    # on MariaDB an append without notices, whose one statement commits it only when its
+    # fence holds (`_append.block`).
     async with MySQLStore(via(proxy, database)) as store:
         await store.migrate()
+        mariadb = (await store.server()).mariadb
         await admit(store, "run-1")
         before = proxy.commands
         claim = await store.claim("worker-1", LEASE)
@@ -326,9 +329,11 @@ async def test_round_trips_per_call(database: str, proxy: Proxy) -> None:
         await cost("delete_run", store.delete_run(TENANT, "run-3"))
     assert costs == {
         "first claim, which brings record 0": 3,  # its read rides on the attempt's writes
-        "append": 2,  # the writes, then COMMIT
-        "append of three records": 2,
-        "re-sent append": 2,  # the batch is refused, then rolled back as a read recognises it
+        "append": 1 if mariadb else 2,  # MariaDB's block; else the writes, then COMMIT
+        "append of three records": 1 if mariadb else 2,
+        # The batch is refused (rolled back in the block, or with the read that follows),
+        # then a read recognises it.
+        "re-sent append": 2,
         "renew": 1,  # one write: all or nothing by itself
         "signal": 2,
         "release": 1,
@@ -339,19 +344,24 @@ async def test_round_trips_per_call(database: str, proxy: Proxy) -> None:
     }
 
 
-@pytest.mark.parametrize("lost", ["writes", "commit"])
+@pytest.mark.parametrize("lost", ["writes", "commit", "text"])
 async def test_an_append_whose_answer_is_lost_is_sent_again_and_written_once(
     database: str, proxy: Proxy, lost: str
 ) -> None:
     async with MySQLStore(via(proxy, database)) as store:
         await store.migrate()
+        # MariaDB appends in one statement that commits (`_append.block`); elsewhere the
+        # writes go first and their COMMIT after.
+        committing = "BEGIN NOT ATOMIC" if (await store.server()).mariadb else "COMMIT"
         await admit(store, "run-1")
         assert await store.claim("worker-1", LEASE) is not None
         batch = one("run-1", 2, 1, "b2")
-        if lost == "writes":  # the server makes the writes, never committed: rolled back
+        if lost == "writes":  # the first answer never comes back (on MariaDB: committed)
             proxy.lose_answers(1)
-        else:  # the server commits, for a client that is gone
-            proxy.cut("COMMIT")
+        elif lost == "commit":  # the server commits, for a client that is gone
+            proxy.cut(committing)
+        else:  # cut part-way through the append's text: nothing of it runs
+            proxy.cut("BEGIN NOT ATOMIC" if committing != "COMMIT" else "START", at=20)
         result = await store.append("run-1", 1, batch)
         assert proxy.lost + len(proxy.interruptions) == 1
         assert result.inbox_last == 0
@@ -382,34 +392,32 @@ async def test_a_claim_whose_answer_is_lost_is_unavailable_and_its_lease_expires
 async def test_a_transaction_its_client_abandoned_is_ended_by_the_server(
     database: str, proxy: Proxy
 ) -> None:
-    # A network cut after an append's writes, before its COMMIT: the server's session holds
-    # the run row's lock and hears nothing more. It ends once idle in its transaction longer
-    # than any call may take (the store's timeout), and the row is free again.
+    # A network cut after a claim's writes, before its COMMIT: the server's session holds the
+    # run row's lock and hears nothing more. It ends once idle in its transaction longer than
+    # any call may take (the store's timeout), and the row is free again. (A claim: on MariaDB
+    # an append holds no transaction across round trips, `_append.block`.)
     async with (
         MySQLStore(url_for(database)) as store,
         MySQLStore(via(proxy, database), timeout=1.0) as cut_off,
     ):
         await store.migrate()
         await admit(store, "run-1")
-        assert await store.claim("worker-1", LEASE) is not None
         assert await cut_off.get_run(TENANT, "run-1") is not None  # connected (and its COMMIT)
         proxy.freeze("COMMIT")
         with pytest.raises(StoreUnavailable, match="may or may not have been applied"):
-            await cut_off.append("run-1", 1, one("run-1", 2, 1, "lost"))
+            await cut_off.claim("worker-1", LEASE)
         [session] = proxy.sessions
         open_transactions = (
             "SELECT COUNT(*) FROM information_schema.INNODB_TRX "
             f"WHERE trx_mysql_thread_id = {session}"
         )
         assert await rows(database, open_transactions) == [(1,)], "it holds the run row"
-        await store.append("run-1", 1, one("run-1", 2, 1, "after"))  # waits for the row
+        await store.signal(TENANT, "run-1", UserInput(text="after"), "after")  # waits for it
         assert await rows(database, open_transactions) == [(0,)]
-        log = await store.read("run-1")
-    assert [r.seq for r in log] == [0, 1, 2]
-    body = log[2].body
-    assert isinstance(body, ToolCallFinished) and body.call_id == "2.0"
-    found = await rows(database, "SELECT batch_id FROM {db}.psych_records WHERE seq = 2")
-    assert found == [(b"after",)]
+        row = await store.get_run(TENANT, "run-1")
+    assert row is not None
+    assert row.attempt == 0, "the abandoned claim was rolled back"
+    assert row.inbox_last == 1, "the signal waited for the row, then landed"
 
 
 async def test_a_create_run_whose_answer_is_lost_is_sent_again_and_admits_once(
@@ -724,3 +732,12 @@ def test_urls_are_parsed_and_the_password_is_never_shown() -> None:
     ):
         with pytest.raises(ValueError, match=problem):
             MySQLStore(bad)
+
+
+def test_a_batch_with_notices_is_never_written_as_a_block() -> None:
+    # A notice's delivery is checked by the client before the COMMIT (`_inbox`): a batch with
+    # notices keeps the two round trips, and the block refuses to carry one.
+    notice = Notify("run-2", "k", UserInput(text="hi"))
+    noticed = Batch((record("run-1", 2, 1),), "b2", RunIndex(status="running"), notify=(notice,))
+    with pytest.raises(ValueError, match="has notices"):
+        _append.block("run-1", 1, noticed, ('{"x": 1}',))

@@ -246,8 +246,8 @@ class MySQLStore(Store):
         )
 
     async def append(self, run_id: str, attempt: int, batch: Batch) -> AppendResult:
-        """Add a batch (its writes, then their commit); see `Store.append` for the checks and
-        their order.
+        """Add a batch (on MariaDB in one statement that commits it when its fence holds,
+        else its writes, then their commit); see `Store.append` for the checks and their order.
 
         A re-sent batch is recognised by its ``batch_id``, so an append whose answer was lost
         is sent again here (a retry is safe) before `StoreUnavailable` is raised.
@@ -255,8 +255,12 @@ class MySQLStore(Store):
         if batch.index.due_at is not None:
             stamp(batch.index.due_at, "due_at")
         encoded = _append.encode(run_id, batch, self._limits)
+        server = self._pool.server  # None until the first connection: two round trips
+        one_trip = server is not None and server.mariadb
         inbox_last = await self._pool.run(
-            lambda conn, _: _append.append(conn, run_id, attempt, batch, encoded),
+            lambda conn, _: _append.append(
+                conn, run_id, attempt, batch, encoded, one_trip=one_trip
+            ),
             what=f"append to run {run_id} at seq {batch.records[0].seq if batch.records else '-'}",
             resend=True,
         )

@@ -12,7 +12,9 @@ left, and the pool treats it as any lost answer: an idempotent call is sent agai
 append is recognised by its ``batch_id``), any other is `StoreUnavailable`.
 
 A call whose only write is one statement (``renew``, ``release``, ``put_spec``) needs none of
-this: one statement is all or nothing by itself.
+this: one statement is all or nothing by itself. Nor does a MariaDB append without notices,
+sent as one ``BEGIN NOT ATOMIC`` statement that commits only on the server's own checks
+(`_append.block`).
 """
 
 from __future__ import annotations
