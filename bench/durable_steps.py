@@ -58,10 +58,11 @@ earlier commit's, side by side in one invocation. The CPU per step is also split
 append: the CPU while a step's `store.append` was awaited (the store's client, and the event
 loop until the append returned) and the rest, the runtime's own work. The same runtime code
 can cost more on a database store than on the memory store: a round trip makes the process
-wait, and on some virtual machines the code that runs after a wait costs several times what it
-costs back to back. `--idle-us N` shows it apart: each append is followed by an idle wait of N
-microseconds, so on the memory store the runtime's own CPU is measured with the process
-sleeping between steps as it does on a database store, and compared with the figure without.
+wait, and on some virtual machines the code that runs after a wait costs two or three times
+what it costs back to back. `--idle-us N` shows it apart: each append is followed by an idle
+wait of N microseconds, so on the memory store the runtime's own CPU is measured with the
+process sleeping between steps as it does on a database store, and compared with the figure
+without.
 
 Server stores read their server from the environment: PSYCH_BENCH_POSTGRES_DSN (else
 PSYCH_TEST_POSTGRES_DSN, else the server `scripts/dev-services.sh start` brings up). Each
@@ -153,7 +154,8 @@ async def per_step(
     With `idle_us`, each append is followed by an idle wait of that many microseconds, as a
     database's round trip makes the process wait: on the memory store, what the runtime's
     own CPU becomes when the process sleeps between steps, against what it is back to back
-    (on some virtual machines the code that runs after a wait costs several times more)."""
+    (on some virtual machines the code that runs after a wait costs two or three times
+    more)."""
     async with fresh_store(url) as store:
         await warm_up(store, 1, calls)
         await admit_runs(store, runs, calls)
