@@ -99,17 +99,39 @@ async def fresh_store(url: str) -> AsyncIterator[Store]:
             await close()
 
 
-def count_appends(store: Store, stamps: list[float], batches: list[Batch] | None = None) -> None:
+def count_appends(
+    store: Store,
+    stamps: list[float],
+    batches: list[Batch] | None = None,
+    *,
+    cpu: list[float] | None = None,
+    idle_s: float = 0.0,
+) -> None:
     """From now on, note when each `store.append` returns in `stamps` (and its batch in
-    `batches`): a benchmark's durable steps are its appends, whatever each one holds."""
+    `batches`): a benchmark's durable steps are its appends, whatever each one holds.
+
+    Args:
+        cpu: a one-element list that the CPU seconds spent in each append are added to.
+        idle_s: an idle wait after each append (0: none), counted in `cpu`: the process
+            sleeps, as it does waiting on a round trip (blocking is harmless for a run driven
+            alone, and precise where the event loop's timers round a wait up to a
+            millisecond).
+    """
     original = store.append
 
     async def counted(run_id: str, attempt: int, batch: Batch) -> AppendResult:
-        result = await original(run_id, attempt, batch)
-        stamps.append(time.perf_counter())
-        if batches is not None:
-            batches.append(batch)
-        return result
+        started = time.process_time()
+        try:
+            result = await original(run_id, attempt, batch)
+            stamps.append(time.perf_counter())
+            if batches is not None:
+                batches.append(batch)
+            if idle_s:
+                time.sleep(idle_s)  # noqa: ASYNC251 (the process must sleep, see above)
+            return result
+        finally:
+            if cpu is not None:
+                cpu[0] += time.process_time() - started
 
     store.append = counted  # type: ignore[method-assign]
 

@@ -93,7 +93,7 @@ from bench._in_flight import mean_in_flight, spans
 from bench._recovery import Recovery, recovery_behind_queue
 from bench._stores import bench_url, count_appends, discard, floor_ms, floor_runs_per_s, fresh_store
 from psych_runtime import RunQuery, Runtime, Worker, dispatch
-from psych_runtime.ports import AppendResult, Batch, RunIndex, Store
+from psych_runtime.ports import Batch, RunIndex, Store
 from psych_runtime.records import AttemptStarted, Record, ToolCallFinished
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,8 +160,8 @@ async def per_step(
         await warm_up(store, 1, calls)
         await admit_runs(store, runs, calls)
         stamps: list[float] = []
-        count_appends(store, stamps)
-        in_append = _time_appends(store, idle_us / 1e6)
+        in_append = [0.0]
+        count_appends(store, stamps, cpu=in_append, idle_s=idle_us / 1e6)
         runtime = Runtime(model=StepModel(calls), tools=[step_returning(result_bytes)])
         worker = Worker(store, runtime, poll_interval=0.01)
         started, cpu = time.perf_counter(), time.process_time()
@@ -171,29 +171,6 @@ async def per_step(
     return StepCost(
         elapsed * 1000 / steps, steps / runs, cpu * 1e6 / steps, in_append[0] * 1e6 / steps
     )
-
-
-def _time_appends(store: Store, idle_s: float) -> list[float]:
-    """From now on, add the CPU seconds spent in each `store.append` (and an idle wait of
-    `idle_s` after it, when not 0) to the one-element list returned."""
-    spent = [0.0]
-    original = store.append
-
-    async def timed(run_id: str, attempt: int, batch: Batch) -> AppendResult:
-        started = time.process_time()
-        try:
-            result = await original(run_id, attempt, batch)
-            if idle_s:
-                # The process sleeps, as it does waiting on a round trip; blocking is harmless
-                # here (one run at a time), and precise where the event loop's timers round
-                # a wait up to a millisecond.
-                time.sleep(idle_s)  # noqa: ASYNC251 (the process must sleep, see above)
-            return result
-        finally:
-            spent[0] += time.process_time() - started
-
-    store.append = timed  # type: ignore[method-assign]
-    return spent
 
 
 async def append_only(url: str, count: int) -> float:
