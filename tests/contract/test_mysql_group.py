@@ -1,7 +1,8 @@
 """MySQLStore's `append_many` (group commit) beyond the contract: a group is one transaction of
-two round trips (one ``COMMIT``), split only where a packet must be; and a group whose text
-fails part-way, or whose answers are lost, writes each batch once and gives each append the
-outcome `append` would give it alone."""
+three round trips (every run row's ``UPDATE``, one ``INSERT`` of every record, one
+``COMMIT``), split only where a packet must be; and a group whose statements fail part-way, or
+whose answers are lost, writes each batch once and gives each append the outcome `append`
+would give it alone."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from psych_core import (
     UserInput,
 )
 from psych_store_mysql import DEFAULT_LIMITS, MySQLStore
-from psych_store_mysql._group import chunks, members, text
+from psych_store_mysql._group import chunks, insert, members, text
 from tests._mysql_databases import admin, create_database, drop_database, execute, url_for
 from tests.contract._mysql_proxy import Proxy
 from tests.contract.test_mysql_store import admit, via
@@ -116,7 +117,7 @@ async def commits(store: MySQLStore) -> int:
 # -- one transaction -----------------------------------------------------------------------
 
 
-async def test_a_group_is_one_commit_in_two_round_trips(database: str, proxy: Proxy) -> None:
+async def test_a_group_is_one_commit_in_three_round_trips(database: str, proxy: Proxy) -> None:
     runs = [f"run-{i}" for i in range(8)]
     async with MySQLStore(via(proxy, database), max_connections=1) as store:
         await store.migrate()
@@ -124,7 +125,7 @@ async def test_a_group_is_one_commit_in_two_round_trips(database: str, proxy: Pr
         group = [append_of(run_id) for run_id in reversed(runs)]
         before, sent = await commits(store), proxy.commands
         assert await store.append_many(group) == [AppendResult(0)] * len(group)
-        assert proxy.commands - sent == 2, "the writes of every batch, then one COMMIT"
+        assert proxy.commands - sent == 3, "every run row's UPDATE, every record, one COMMIT"
         assert await commits(store) - before == 1
         await assert_written_once(store, group)
 
@@ -151,9 +152,9 @@ async def test_round_trips_of_groups_the_single_path_helps(database: str, proxy:
         assert refused[0] == AppendResult(0) and isinstance(refused[1], Conflict)
     assert costs == {
         "one": 1 if mariadb else 2,  # the single path: a group of one is an append
-        "a notice among three": 4,  # two together, the one with the notice alone
+        "a notice among three": 3 + 2,  # two together, the one with the notice alone
         "re-sent three": 2 + 3 * 2,  # matched nothing: rolled back, each recognised alone
-        "one refused of two": 2 + 2,  # run-e commits; run-b is judged alone
+        "one refused of two": 3 + 2,  # run-e commits; run-b is judged alone
     }
 
 
@@ -197,11 +198,11 @@ async def test_a_group_larger_than_a_packet_is_split(database: str, proxy: Proxy
         assert len(chunks(members(group, store.limits), packet)) == 2
         before = proxy.commands
         assert await store.append_many(group) == [AppendResult(0)] * len(group)
-        assert proxy.commands - before == 4, "two transactions, each two round trips"
+        assert proxy.commands - before == 6, "two transactions, each three round trips"
         await assert_written_once(store, group)
 
 
-def test_a_group_writes_in_run_id_order_each_under_its_own_flag() -> None:
+def test_a_group_updates_in_run_id_order_and_inserts_only_what_matched() -> None:
     notice = (Notify("x", "k", UserInput(text="hi")),)
     empty = Append("run-d", 1, Batch((), "empty", RunIndex("running")))
     group = [append_of("run-c"), append_of("run-a", notify=notice), append_of("run-b"), empty]
@@ -209,8 +210,13 @@ def test_a_group_writes_in_run_id_order_each_under_its_own_flag() -> None:
     assert [(m.position, m.one.run_id) for m in found] == [(2, "run-b"), (0, "run-c")]
     sql = text(found)
     assert sql.startswith("START TRANSACTION;\nUPDATE psych_runs SET status")
+    assert sql.count("UPDATE psych_runs") == 2 and "psych_records" not in sql
     assert sql.index("'run-b'") < sql.index("'run-c'")
-    assert "SET @psych_ok_0 = ROW_COUNT()" in sql and "WHERE @psych_ok_1 = 1" in sql
+    both, rows = insert(found, [0, 4])
+    assert rows == 2 and both.startswith("INSERT INTO psych_records (run_id, seq, attempt, ")
+    assert both.index("'run-b', 2, 1, 'run-b.2'") < both.index("'run-c', 2, 1, 'run-c.2'")
+    only_c, rows = insert(found, [None, 4])
+    assert rows == 1 and "'run-b'" not in only_c and "'run-c', 2, 1, 'run-c.2'" in only_c
     assert len(chunks(found, 1 << 20)) == 1
     assert [len(c) for c in chunks(found, found[0].size + 1100)] == [1, 1]
 
@@ -266,7 +272,7 @@ async def test_a_text_that_waits_too_long_for_a_lock_is_sent_again_alone(databas
         await assert_written_once(store, group)
 
 
-@pytest.mark.parametrize("lost", ["writes", "commit"])
+@pytest.mark.parametrize("lost", ["updates", "records", "commit"])
 async def test_a_group_whose_answer_is_lost_writes_each_batch_once(
     database: str, proxy: Proxy, lost: str
 ) -> None:
@@ -275,8 +281,10 @@ async def test_a_group_whose_answer_is_lost_writes_each_batch_once(
         await store.migrate()
         await claimed(store, *runs, "run-d")
         group = [append_of(run_id) for run_id in runs] + [append_of("run-d", 5)]
-        if lost == "writes":  # the server makes the writes, never committed: rolled back
+        if lost == "updates":  # the server makes the writes, never committed: rolled back
             proxy.lose_answers(1)
+        elif lost == "records":  # the updates checked out; the INSERT's answer goes missing
+            proxy.cut("INSERT INTO psych_records")
         else:  # the server commits, for a client that is gone
             proxy.cut("COMMIT")
         outcomes = await store.append_many(group)

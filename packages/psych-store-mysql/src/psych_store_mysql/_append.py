@@ -42,11 +42,11 @@ round trip of aiomysql's instead of two) and a tenth of its time on loopback (ps
 README). MySQL has no anonymous blocks; a batch with notices keeps the two round trips, whose
 client-side checks of each delivery stay as they are.
 
-`writes` are one batch's statements without the transaction around them, so that a group of
-several runs' batches (`Store.append_many`, in `_group`) can put each batch's writes in one
-text, each under a flag of its own (``@psych_ok_K``), and commit them all with one ``COMMIT``:
-two round trips for the group, not two per batch. A batch whose ``UPDATE`` in the group
-matched nothing then goes through `append`, whose second read says why or recognises it.
+A group of several runs' batches (`Store.append_many`, in `_group`) uses the same fenced
+``UPDATE`` (`update`) and the same rows (`record_rows`): every batch's ``UPDATE`` in one
+round trip, then the records of those that matched in one multi-row ``INSERT``, then one
+``COMMIT``. A batch whose ``UPDATE`` in the group matched nothing then goes through `append`,
+whose second read says why or recognises it.
 """
 
 from __future__ import annotations
@@ -106,22 +106,17 @@ def statements(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) 
     return ";\n".join(["START TRANSACTION", *writes(run_id, attempt, batch, texts)])
 
 
-def writes(
-    run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...], *, flag: str = "@psych_ok"
-) -> list[str]:
-    """A batch's statements inside a transaction the caller opened: the fenced ``UPDATE``,
-    `flag` := whether it matched, then each record and notice, written only when it did.
-
-    A group (`_group`) gives each batch a flag of its own, so that one batch refused by its
-    ``UPDATE`` writes nothing while the others write everything.
-    """
+def update(run_id: str, attempt: int, batch: Batch, records: int) -> str:
+    """The fenced ``UPDATE`` of a well-formed, non-empty batch of `records` records (see the
+    module docstring): it matches the run row only when the batch may be written, moves the
+    row past the batch, and hands back ``inbox_last`` as its ``LAST_INSERT_ID``."""
     run = identifier(run_id, "run id")
     first = batch.records[0].seq
     index = batch.index
     changes = [
         f"status = {text(index.status)}",
         f"waiting = {'NULL' if index.waiting is None else text(index.waiting)}",
-        f"next_seq = {integer(first + len(texts))}",
+        f"next_seq = {integer(first + records)}",
         "updated_at = UTC_TIMESTAMP(6)",
         "inbox_last = LAST_INSERT_ID(inbox_last)",
     ]
@@ -138,19 +133,35 @@ def writes(
         checks.append(f"inbox_last <= {integer(batch.inbox_seen)}")
     if index.status == "waiting":
         changes.append("claims = 0")
-    parts = [
-        f"UPDATE psych_runs SET {', '.join(changes)} WHERE {' AND '.join(checks)}",
-        f"SET {flag} = ROW_COUNT()",
-    ]
+    return f"UPDATE psych_runs SET {', '.join(changes)} WHERE {' AND '.join(checks)}"
+
+
+def record_rows(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) -> list[str]:
+    """Each record's row of ``psych_records`` (run_id, seq, attempt, batch_id, body) as SQL:
+    the batch's id is kept on its first record only."""
+    run = identifier(run_id, "run id")
+    first = batch.records[0].seq
     batch_id = identifier(batch.batch_id, "batch id")
-    for offset, body in enumerate(texts):
-        parts.append(
-            "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) "
-            f"SELECT {run}, {integer(first + offset)}, {integer(attempt)}, "
-            f"{batch_id if offset == 0 else 'NULL'}, {text(body)} FROM DUAL WHERE {flag} = 1"
-        )
+    return [
+        f"{run}, {integer(first + offset)}, {integer(attempt)}, "
+        f"{batch_id if offset == 0 else 'NULL'}, {text(body)}"
+        for offset, body in enumerate(texts)
+    ]
+
+
+def writes(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) -> list[str]:
+    """A batch's statements inside a transaction the caller opened: the fenced ``UPDATE``,
+    ``@psych_ok`` := whether it matched, then each record and notice, written only when it
+    did."""
+    rows = record_rows(run_id, attempt, batch, texts)
+    parts = [update(run_id, attempt, batch, len(texts)), "SET @psych_ok = ROW_COUNT()"]
+    parts += [
+        "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) "
+        f"SELECT {row} FROM DUAL WHERE @psych_ok = 1"
+        for row in rows
+    ]
     for notice in batch.notify:
-        parts += deliver(notice.run_id, notice.key, notice.signal, only_if=f"{flag} = 1")
+        parts += deliver(notice.run_id, notice.key, notice.signal, only_if="@psych_ok = 1")
     return parts
 
 

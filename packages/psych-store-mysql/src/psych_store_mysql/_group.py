@@ -1,31 +1,37 @@
-"""`append_many`: several runs' batches in one transaction of two round trips (group commit).
+"""`append_many`: several runs' batches in one transaction of three round trips (group commit).
 
-One text opens the transaction and makes every batch's writes, each batch guarded by a flag of
-its own, exactly as `_append` writes one batch::
+The first round trip opens the transaction and sends every batch's fenced ``UPDATE`` of its
+run row, exactly as `_append` writes it for one batch::
 
     START TRANSACTION;
-    UPDATE psych_runs ... WHERE run_id = R0 AND <its fence>;  SET @psych_ok_0 = ROW_COUNT();
-    INSERT INTO psych_records ... FROM DUAL WHERE @psych_ok_0 = 1;   -- per record of R0
-    UPDATE psych_runs ... WHERE run_id = R1 AND <its fence>;  SET @psych_ok_1 = ROW_COUNT();
+    UPDATE psych_runs ... WHERE run_id = R0 AND <its fence>;
+    UPDATE psych_runs ... WHERE run_id = R1 AND <its fence>;
     ...
 
-then ``COMMIT`` alone, once the answers show each matched ``UPDATE``'s records all written and
-each unmatched one's none (`_transaction` says why the client commits only what it saw). A
-batch whose ``UPDATE`` matched nothing wrote nothing, so the others commit without it; it then
-goes through the single path (`MySQLStore.append`), whose second read says why it was refused,
-in the contract's order, or recognises it as a batch re-sent after landing. So a group costs
-two round trips, not two per batch, and each batch is judged as `append` would judge it alone.
+Each answer says whether that ``UPDATE`` matched its row (and hands back the run's
+``inbox_last``). The second writes the records of the batches whose ``UPDATE`` matched, all
+in one multi-row ``INSERT INTO psych_records ... VALUES (...), (...)``, which writes every row
+or fails; the third is ``COMMIT`` alone, sent once both answers checked out (`_transaction`
+says why the client commits only what it saw). A batch whose ``UPDATE`` matched nothing wrote
+nothing, so the others commit without it; it then goes through the single path
+(`MySQLStore.append`), whose second read says why it was refused, in the contract's order, or
+recognises it as a batch re-sent after landing. So a group costs three round trips and, on the
+server, one statement per batch and one for all their records, where a batch alone costs at
+least three (its ``UPDATE``, the flag its inserts read, an ``INSERT`` per record): a
+group of 15 one-record batches is 17 statements, not 45. Each batch is still judged as
+`append` would judge it alone.
 
-The text carries only batches that have records, no problem `encode` found, and no notices
+The group takes only batches that have records, no problem `encode` found, and no notices
 (whose deliveries lock other runs' rows, out of the group's order); the rest take the single
 path. Batches go in run id order, so two groups lock their run rows in one order and wait for
-each other rather than deadlock. Whatever goes wrong with the text (a driver error, a deadlock,
-a lock wait, answers that disagree) rolls the whole transaction back, and a ``COMMIT`` whose
-answer is lost may or may not have landed: either way every batch of the group then takes the
-single path, where a re-sent batch is recognised by its ``batch_id`` and written once.
+each other rather than deadlock. Whatever goes wrong (a driver error, a deadlock, a lock
+wait, answers that disagree) rolls the whole transaction back, and a ``COMMIT`` whose answer
+is lost may or may not have landed: either way every batch of the group then takes the single
+path, where a re-sent batch is recognised by its ``batch_id`` and written once.
 
-A group whose text would not fit the server's ``max_allowed_packet`` is split into several
-transactions, each two round trips; one append at the store's limits always fits (`inspect`).
+A group whose statements would not fit the server's ``max_allowed_packet`` is split into
+several transactions, each three round trips; one append at the store's limits always fits
+(`inspect`).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from psych_core import Append, AppendResult, Batch, PsychError, StoreError, StoreLimits
-from psych_store_mysql._append import answers_to, encode, write_checks, writes
+from psych_store_mysql._append import encode, record_rows, update
 from psych_store_mysql._driver import Connection, Result
 from psych_store_mysql._pool import Pool
 from psych_store_mysql._transaction import unexpected
@@ -46,23 +52,28 @@ type Single = Callable[[str, int, Batch], Awaitable[AppendResult]]
 
 _START = "START TRANSACTION"
 _SEPARATOR = ";\n"
+_INSERT = "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) VALUES "
+_ROW_SEPARATOR = "), ("
 _PACKET_ROOM = 1024
-"""Bytes of ``max_allowed_packet`` a group's text leaves unused (the command's own header)."""
+"""Bytes of ``max_allowed_packet`` a group's statements leave unused (the command's own
+header)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """One append that goes in a group's text.
+    """One append that goes in a group.
 
     Attributes:
         position: where its outcome goes in the caller's list.
-        statements: its writes, guarded by its own flag.
-        size: their UTF-8 bytes in the text, separators included.
+        update: its fenced ``UPDATE`` of the run row.
+        rows: its records' rows for the group's ``INSERT``.
+        size: the UTF-8 bytes of both in the group's statements, separators included.
     """
 
     position: int
     one: Append
-    statements: tuple[str, ...]
+    update: str
+    rows: tuple[str, ...]
     size: int
 
 
@@ -109,7 +120,7 @@ async def append_many(
 
 
 def members(appends: Sequence[Append], limits: StoreLimits) -> list[Member]:
-    """The appends that may go in a group's text, in run id order, each with its flag."""
+    """The appends that may go in a group, in run id order, each with its statements."""
     eligible = sorted(
         (
             (position, one)
@@ -123,19 +134,21 @@ def members(appends: Sequence[Append], limits: StoreLimits) -> list[Member]:
         encoded = encode(one.run_id, one.batch, limits)
         if encoded.problem is not None:
             continue
-        flag = f"@psych_ok_{len(found)}"
         try:
-            statements = writes(one.run_id, one.attempt, one.batch, encoded.texts, flag=flag)
+            fenced = update(one.run_id, one.attempt, one.batch, len(encoded.texts))
+            rows = tuple(record_rows(one.run_id, one.attempt, one.batch, encoded.texts))
         except StoreError:  # an id too long for its column: the single path says so
             continue
-        size = sum(_bytes(statement) + len(_SEPARATOR) for statement in statements)
-        found.append(Member(position, one, tuple(statements), size))
+        size = _bytes(fenced) + len(_SEPARATOR)
+        size += sum(_bytes(row) + len(_ROW_SEPARATOR) for row in rows)
+        found.append(Member(position, one, fenced, rows, size))
     return found
 
 
 def chunks(grouped: list[Member], max_packet: int) -> list[list[Member]]:
-    """`grouped` cut into texts that each fit one packet of `max_packet` bytes, in order."""
-    budget = max_packet - _PACKET_ROOM - len(_START)
+    """`grouped` cut into groups whose updates, and whose ``INSERT``, each fit one packet of
+    `max_packet` bytes (both together do), in order."""
+    budget = max_packet - _PACKET_ROOM - max(len(_START), len(_INSERT) + 2)
     cut: list[list[Member]] = []
     used = 0
     for member in grouped:
@@ -149,29 +162,36 @@ def chunks(grouped: list[Member], max_packet: int) -> list[list[Member]]:
 
 
 def text(chunk: Sequence[Member]) -> str:
-    """The first round trip of a group: its transaction opened and every member's writes."""
-    return _SEPARATOR.join([_START, *(s for member in chunk for s in member.statements)])
+    """The first round trip of a group: its transaction opened and every member's fenced
+    ``UPDATE``."""
+    return _SEPARATOR.join([_START, *(member.update for member in chunk)])
 
 
-def settle(
+def insert(chunk: Sequence[Member], landed: Sequence[int | None]) -> tuple[str, int]:
+    """The second round trip: one ``INSERT`` of the records of every member whose ``UPDATE``
+    matched (`landed` not None), and how many rows it must write."""
+    rows = [
+        row
+        for member, inbox_last in zip(chunk, landed, strict=True)
+        if inbox_last is not None
+        for row in member.rows
+    ]
+    return f"{_INSERT}({_ROW_SEPARATOR.join(rows)})", len(rows)
+
+
+def matched(
     chunk: Sequence[Member], answers: Sequence[Result]
 ) -> tuple[list[int | None], str | None]:
-    """Each member's ``inbox_last`` when its ``UPDATE`` matched (None when not), and what is
-    wrong with the answers, if anything (for `unexpected`)."""
-    landed: list[int | None] = []
-    checks: list[tuple[str, int, int]] = []
-    at = 1  # after START TRANSACTION
-    for member in chunk:
-        batch = member.one.batch
-        mine = answers[at : at + answers_to(batch)]
-        matched = bool(mine) and mine[0].rowcount == 1
-        landed.append(mine[0].insert_id if matched else None)
-        checks += [
-            (f"run {member.one.run_id}: {name}", wanted, got)
-            for name, wanted, got in write_checks(batch, mine, matched=matched)
-        ]
-        at += answers_to(batch)
-    checks.append(("answers to the statements", at, len(answers)))
+    """Each member's ``inbox_last`` when its ``UPDATE`` matched (None when not), from the
+    answers to `text`, and what is wrong with them, if anything (for `unexpected`)."""
+    updates = answers[1:]
+    landed = [answer.insert_id if answer.rowcount == 1 else None for answer in updates]
+    checks = [("answers to the statements", 1 + len(chunk), len(answers))]
+    checks += [
+        (f"run {member.one.run_id}: run rows updated", 1, answer.rowcount)
+        for member, answer in zip(chunk, updates, strict=False)
+        if answer.rowcount not in (0, 1)
+    ]
     return landed, unexpected(f"a group of {len(chunk)} appends", checks)
 
 
@@ -180,7 +200,7 @@ async def _commit(conn: Connection, _: bool, *, chunk: Sequence[Member]) -> list
     it must take the single path (its ``UPDATE`` matched nothing, or the group did not commit
     for certain).
 
-    A driver error in the text or the ``COMMIT`` is not raised: the single path settles each
+    A driver error in any of its round trips is not raised: the single path settles each
     batch instead. Only the ``ROLLBACK`` of a group that wrote nothing may raise one, and the
     pool may then send the group again, which is safe: a batch that landed meanwhile no longer
     matches its ``UPDATE``, and the single path recognises it.
@@ -191,12 +211,21 @@ async def _commit(conn: Connection, _: bool, *, chunk: Sequence[Member]) -> list
     except Exception:  # a deadlock, a lock wait, a lost connection: it ends uncommitted
         await _abandon(conn)
         return nothing
-    landed, problem = settle(chunk, answers)
+    landed, problem = matched(chunk, answers)
     if problem is not None:
         await _abandon(conn)
         return nothing
     if all(inbox_last is None for inbox_last in landed):  # nothing written: nothing to keep
         await conn.one("ROLLBACK")
+        return nothing
+    records, count = insert(chunk, landed)
+    try:
+        written = await conn.one(records)
+    except Exception:  # a record the server refused, a lost connection: nothing is kept
+        await _abandon(conn)
+        return nothing
+    if written.rowcount != count:  # never seen: one INSERT writes every row or none
+        await _abandon(conn)
         return nothing
     try:
         await conn.one("COMMIT")

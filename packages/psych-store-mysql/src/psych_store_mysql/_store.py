@@ -267,10 +267,11 @@ class MySQLStore(Store):
         return AppendResult(inbox_last)
 
     async def append_many(self, appends: Sequence[Append]) -> list[AppendResult | PsychError]:
-        """Append several runs' batches in one transaction of two round trips (group
-        commit); see `Store.append_many`. A batch the group cannot take or vouch for (refused,
-        carrying notices, or in a group that failed) goes through `append` alone, which says
-        why it was refused or recognises it as landed.
+        """Append several runs' batches in one transaction of three round trips (group
+        commit: their run rows' updates, their records, the ``COMMIT``); see
+        `Store.append_many`. A batch the group cannot take or vouch for (refused, carrying
+        notices, or in a group that failed) goes through `append` alone, which says why it was
+        refused or recognises it as landed.
         """
         check_distinct_runs(appends)
         for one in appends:  # a naive time is the caller's mistake: refused before any write
