@@ -16,9 +16,11 @@ says why the client commits only what it saw). A batch whose ``UPDATE`` matched 
 nothing, so the others commit without it; it then goes through the single path
 (`MySQLStore.append`), whose second read says why it was refused, in the contract's order, or
 recognises it as a batch re-sent after landing. So a group costs three round trips and, on the
-server, one statement per batch and one for all their records, where a batch alone costs at
-least three (its ``UPDATE``, the flag its inserts read, an ``INSERT`` per record): a
-group of 15 one-record batches is 17 statements, not 45. Each batch is still judged as
+server, one statement per batch and one for all their records (17 for 15 one-record batches),
+against three or more per batch for the same writes made batch by batch (its ``UPDATE``, the
+flag its inserts read, an ``INSERT`` per record: 45). The server runs every statement on the
+cores this process shares, and this process reads an answer to each, so the count is what a
+group costs (psych-store-mysql's README has the measure). Each batch is still judged as
 `append` would judge it alone.
 
 The group takes only batches that have records, no problem `encode` found, and no notices
