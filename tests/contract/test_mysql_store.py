@@ -741,3 +741,12 @@ def test_a_batch_with_notices_is_never_written_as_a_block() -> None:
     noticed = Batch((record("run-1", 2, 1),), "b2", RunIndex(status="running"), notify=(notice,))
     with pytest.raises(ValueError, match="has notices"):
         _append.block("run-1", 1, noticed, ('{"x": 1}',))
+
+
+def test_a_block_writes_its_records_in_one_insert_only_when_the_update_matched() -> None:
+    batch = Batch((record("run-1", 2, 1), record("run-1", 3, 1)), "b2", RunIndex("running"))
+    sql = _append.block("run-1", 1, batch, ('{"a": 1}', '{"b": 2}'))
+    inside = sql[sql.index("IF matched = 1 THEN") : sql.index("ELSE ROLLBACK")]
+    assert sql.count("INSERT INTO psych_records") == 1 and "@psych_ok" not in sql
+    assert "VALUES ('run-1', 2, 1, 'b2', '{\"a\": 1}'), ('run-1', 3, 1, NULL, " in inside
+    assert inside.rstrip().endswith("COMMIT;")

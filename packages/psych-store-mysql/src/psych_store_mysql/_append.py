@@ -28,15 +28,16 @@ A refusal is final: the run row only moves forward (attempts and seqs grow, an e
 stays ended, a lost lease comes back only with a new attempt), so what failed the ``UPDATE``
 still fails when the second read looks.
 
-On MariaDB a batch without notices goes in one round trip instead (`block`): the same writes
-inside one ``BEGIN NOT ATOMIC ... END`` statement, which ``COMMIT``s only when the ``UPDATE``
-matched the run row (``ROLLBACK`` otherwise) and answers whether it did, with ``inbox_last``.
+On MariaDB a batch without notices goes in one round trip instead (`block`): the same
+``UPDATE`` and the batch's records, in one multi-row ``INSERT``, inside one ``BEGIN NOT ATOMIC
+... END`` statement, which writes the records and ``COMMIT``s only when the ``UPDATE`` matched
+the run row (``ROLLBACK`` otherwise) and answers whether it did, with ``inbox_last``.
 The decision to commit is the server's, on checks it makes itself within one statement: no
 statement inside sends an answer, so none can fail to reach a client that went away and run
 on with a ``ROW_COUNT()`` of -1 (what broke a text that ended in ``COMMIT``); a session killed
 or cut part-way stops inside the block, before its ``COMMIT``, and the server rolls it back.
-An ``INSERT`` either writes its row or fails the block, the transaction left open for the pool
-to close with its connection. `tests/contract/test_mysql_atomicity.py` holds it to the same
+The ``INSERT`` either writes every row or fails the block, the transaction left open for the
+pool to close with its connection. `tests/contract/test_mysql_atomicity.py` holds it to the same
 kills and cuts as the two round trips. It costs about half the client's CPU of an append (one
 round trip of aiomysql's instead of two) and a tenth of its time on loopback (psych-store-mysql's
 README). MySQL has no anonymous blocks; a batch with notices keeps the two round trips, whose
@@ -74,6 +75,12 @@ from psych_store_mysql._literals import (
 )
 from psych_store_mysql._reads import NOT_FINAL
 from psych_store_mysql._transaction import commit, unexpected
+
+INSERT_VALUES = "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) VALUES "
+"""The start of a multi-row ``INSERT`` of records (`insert_rows`)."""
+
+ROW_SEPARATOR = "), ("
+"""What separates two rows of `insert_rows`."""
 
 WRITES_BEFORE_INSERTS = 2
 """The answers to a batch's `writes` before its first record's ``INSERT``: ``UPDATE``, ``SET``."""
@@ -149,6 +156,11 @@ def record_rows(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...])
     ]
 
 
+def insert_rows(rows: Sequence[str]) -> str:
+    """One ``INSERT`` of `rows` (`record_rows`): it writes every row or fails."""
+    return f"{INSERT_VALUES}({ROW_SEPARATOR.join(rows)})"
+
+
 def writes(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) -> list[str]:
     """A batch's statements inside a transaction the caller opened: the fenced ``UPDATE``,
     ``@psych_ok`` := whether it matched, then each record and notice, written only when it
@@ -193,18 +205,18 @@ def write_checks(
 def block(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) -> str:
     """MariaDB: a well-formed batch without notices in one statement (see the module
     docstring), which answers one row: whether the ``UPDATE`` matched (1 or 0), and the run's
-    ``inbox_last`` when it did."""
+    ``inbox_last`` when it did. Its records go in one multi-row ``INSERT``, made only when the
+    ``UPDATE`` matched: the server's one decision, with no flag for each record to read."""
     if batch.notify:
         raise ValueError(f"{describe(run_id, attempt, batch)} has notices: not a block's")
-    parts = writes(run_id, attempt, batch, texts)
-    update, inserts = parts[0], parts[WRITES_BEFORE_INSERTS:]
+    rows = insert_rows(record_rows(run_id, attempt, batch, texts))
     inside = [
         "DECLARE matched INT DEFAULT 0",
         "DECLARE last BIGINT DEFAULT 0",
         "START TRANSACTION",
-        update,
-        "SET matched = ROW_COUNT(), last = LAST_INSERT_ID(), @psych_ok = matched",
-        "IF matched = 1 THEN\n" + ";\n".join([*inserts, "COMMIT"]) + ";\nELSE ROLLBACK;\nEND IF",
+        update(run_id, attempt, batch, len(texts)),
+        "SET matched = ROW_COUNT(), last = LAST_INSERT_ID()",
+        f"IF matched = 1 THEN\n{rows};\nCOMMIT;\nELSE ROLLBACK;\nEND IF",
         "SELECT matched, last",
     ]
     return "BEGIN NOT ATOMIC\n" + ";\n".join(inside) + ";\nEND"

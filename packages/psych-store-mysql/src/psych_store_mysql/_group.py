@@ -44,7 +44,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from psych_core import Append, AppendResult, Batch, PsychError, StoreError, StoreLimits
-from psych_store_mysql._append import encode, record_rows, update
+from psych_store_mysql._append import (
+    INSERT_VALUES,
+    ROW_SEPARATOR,
+    encode,
+    insert_rows,
+    record_rows,
+    update,
+)
 from psych_store_mysql._driver import Connection, Result
 from psych_store_mysql._pool import Pool
 from psych_store_mysql._transaction import unexpected
@@ -54,8 +61,6 @@ type Single = Callable[[str, int, Batch], Awaitable[AppendResult]]
 
 _START = "START TRANSACTION"
 _SEPARATOR = ";\n"
-_INSERT = "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) VALUES "
-_ROW_SEPARATOR = "), ("
 _PACKET_ROOM = 1024
 """Bytes of ``max_allowed_packet`` a group's statements leave unused (the command's own
 header)."""
@@ -142,7 +147,7 @@ def members(appends: Sequence[Append], limits: StoreLimits) -> list[Member]:
         except StoreError:  # an id too long for its column: the single path says so
             continue
         size = _bytes(fenced) + len(_SEPARATOR)
-        size += sum(_bytes(row) + len(_ROW_SEPARATOR) for row in rows)
+        size += sum(_bytes(row) + len(ROW_SEPARATOR) for row in rows)
         found.append(Member(position, one, fenced, rows, size))
     return found
 
@@ -150,7 +155,7 @@ def members(appends: Sequence[Append], limits: StoreLimits) -> list[Member]:
 def chunks(grouped: list[Member], max_packet: int) -> list[list[Member]]:
     """`grouped` cut into groups whose updates, and whose ``INSERT``, each fit one packet of
     `max_packet` bytes (both together do), in order."""
-    budget = max_packet - _PACKET_ROOM - max(len(_START), len(_INSERT) + 2)
+    budget = max_packet - _PACKET_ROOM - max(len(_START), len(INSERT_VALUES) + 2)
     cut: list[list[Member]] = []
     used = 0
     for member in grouped:
@@ -178,7 +183,7 @@ def insert(chunk: Sequence[Member], landed: Sequence[int | None]) -> tuple[str, 
         if inbox_last is not None
         for row in member.rows
     ]
-    return f"{_INSERT}({_ROW_SEPARATOR.join(rows)})", len(rows)
+    return insert_rows(rows), len(rows)
 
 
 def matched(
