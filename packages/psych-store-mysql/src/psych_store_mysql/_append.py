@@ -76,7 +76,9 @@ from psych_store_mysql._literals import (
 from psych_store_mysql._reads import NOT_FINAL
 from psych_store_mysql._transaction import commit, unexpected
 
-INSERT_VALUES = "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) VALUES "
+_INSERT_INTO = "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) "
+
+INSERT_VALUES = f"{_INSERT_INTO}VALUES "
 """The start of a multi-row ``INSERT`` of records (`insert_rows`)."""
 
 ROW_SEPARATOR = "), ("
@@ -167,11 +169,7 @@ def writes(run_id: str, attempt: int, batch: Batch, texts: tuple[str, ...]) -> l
     did."""
     rows = record_rows(run_id, attempt, batch, texts)
     parts = [update(run_id, attempt, batch, len(texts)), "SET @psych_ok = ROW_COUNT()"]
-    parts += [
-        "INSERT INTO psych_records (run_id, seq, attempt, batch_id, body) "
-        f"SELECT {row} FROM DUAL WHERE @psych_ok = 1"
-        for row in rows
-    ]
+    parts += [f"{_INSERT_INTO}SELECT {row} FROM DUAL WHERE @psych_ok = 1" for row in rows]
     for notice in batch.notify:
         parts += deliver(notice.run_id, notice.key, notice.signal, only_if="@psych_ok = 1")
     return parts
