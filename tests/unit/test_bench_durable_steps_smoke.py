@@ -147,3 +147,24 @@ async def test_each_append_is_followed_by_the_idle_wait_asked_for(
     assert len(waits) == 2 * 3, "2 runs of 3 steps (2 model turns, 1 result): a wait after each"
     assert cost.ms >= 0.3, "each step waited 300 us"
     assert 0 < cost.cpu_in_append_us < cost.cpu_us
+
+
+async def test_the_turn_ratio_is_the_median_of_several_long_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One long run on the memory store lasts a fraction of a second: a burst of load on the
+    # machine during its late windows alone would read as a cost that grows with the log.
+    measured = iter([(1.0, 1.5), (1.0, 1.0), (2.0, 2.1)])
+    names: list[str] = []
+
+    async def one_run(url: str, calls: int) -> tuple[float, float]:
+        assert calls == 1000
+        names.append(url)
+        return next(measured)
+
+    monkeypatch.setattr(durable_steps, "late_step_ratio", one_run)
+    turns = await durable_steps.long_runs(lambda name: f"memory:{name}", 1000, 3)
+    assert names == ["memory:long0", "memory:long1", "memory:long2"], "a fresh store each"
+    assert turns.early_ms == 1.0
+    assert turns.late_ms == 1.5
+    assert turns.ratio == pytest.approx(1.05), "the median of the runs' own ratios"
