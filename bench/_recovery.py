@@ -28,6 +28,9 @@ from psych_runtime.ports import Store
 from psych_runtime.records import AttemptStarted, Record
 
 ROOT = Path(__file__).resolve().parents[1]
+RECOVERY_POLL_S = 0.05
+"""The fresh worker's longest wait between claims when it finds nothing to claim: a worker
+that drains a queue polls as often."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +67,9 @@ async def recovery_behind_queue(
         log = await store.read(run_id, after_seq=0, limit=10_000)
         spec = bench_spec(calls)
         queued = [await dispatch(scoped, spec, f"queued {index}") for index in range(queue)]
-        fresh = await _worker(url, calls, concurrency, "drain", lease_s)
+        # It serves until stopped: a worker that drained the store and left would miss the
+        # killed run when its queue is gone before the run's lease expires.
+        fresh = await _worker(url, calls, concurrency, "serve", lease_s, poll_s=RECOVERY_POLL_S)
         try:
             resumed = await _next_attempt(store, run_id, log[-1].seq, fresh)
         finally:
@@ -104,7 +109,14 @@ async def _kill_mid_run(url: str, run_id: str, calls: int, lease_s: float) -> dt
 
 
 async def _worker(
-    url: str, calls: int, concurrency: int, mode: str, lease_s: float, *, stdout: bool = False
+    url: str,
+    calls: int,
+    concurrency: int,
+    mode: str,
+    lease_s: float,
+    *,
+    stdout: bool = False,
+    poll_s: float = 1.0,
 ) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
@@ -116,6 +128,8 @@ async def _worker(
         mode,
         "--lease",
         str(lease_s),
+        "--poll",
+        str(poll_s),
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.PIPE if stdout else asyncio.subprocess.DEVNULL,

@@ -27,6 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench._arguments import positive, zero_or_more
+
 ROOT = Path(__file__).resolve().parents[1]
 PER_STEP = re.compile(r"per_step_ms=([0-9.]+)")
 CPU = re.compile(r"cpu_us_per_step=([0-9.]+)")
@@ -59,10 +61,13 @@ def main() -> None:
     parser.add_argument("--ref", required=True, help="the commit to compare with")
     parser.add_argument("--store", default="memory")
     parser.add_argument("--bench", choices=sorted(BENCHES), default="durable_steps")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--rounds", type=positive, default=5, help="rounds on each side")
+    parser.add_argument("--runs", type=positive, default=40, help="runs a round")
     parser.add_argument(
-        "--result-bytes", type=int, default=0, help="JSON bytes of each tool result (0: a few)"
+        "--result-bytes",
+        type=zero_or_more,
+        default=0,
+        help="JSON bytes of each tool result (0: a few)",
     )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="psych-bench-ref-") as folder:

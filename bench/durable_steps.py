@@ -88,6 +88,7 @@ from pathlib import Path
 
 from bench import _host_cpu as host_cpu
 from bench._agent import SCOPE, StepModel, admit_runs, bench_spec, step, step_returning
+from bench._arguments import at_least, not_negative, positive, seconds, zero_or_more
 from bench._cpu import calibration_us
 from bench._in_flight import mean_in_flight, spans
 from bench._recovery import Recovery, recovery_behind_queue
@@ -114,6 +115,17 @@ SCALE_OUT_RUNS = 320
 """Runs the worker processes of the scale-out measure share: more than 4 processes hold."""
 LONG_RUNS = 3
 """Long runs in the turn 1,000 / turn 10 measure: its figures are their medians."""
+WINDOW_STEPS = 20
+"""Steps in each window a long run's step time is measured over (ten turns)."""
+WINDOWS = 10
+"""Windows at each end of a long run (fewer when the run is too short for ten)."""
+LEAD_STEPS = 20
+"""Steps at a long run's start left out of its early windows (the run's first turns)."""
+TAIL_STEPS = 10
+"""Steps at a long run's end left out of its late windows (its answer and the run's end)."""
+MIN_LONG_TURNS = (LEAD_STEPS + TAIL_STEPS + 2 * WINDOW_STEPS) // 2
+"""The fewest turns (tool calls) of a long run with one early and one late window: a run of
+N calls makes 2N + 1 appends (each call's start and its result, then the answer)."""
 
 
 async def warm_up(store: Store, runs: int, calls: int) -> None:
@@ -288,16 +300,22 @@ async def late_step_ratio(url: str, calls: int) -> tuple[float, float]:
     turns: every window holds model turns and tool results alike, whose costs differ), ten
     windows after the first 20 steps and ten before the last 10 (fewer in a short run):
     robust to a stray pause, and a cost that grows with the log shows in its turns."""
+    if calls < MIN_LONG_TURNS:
+        raise ValueError(
+            f"a run of {calls} turns is too short to compare its start and end "
+            f"(at least {MIN_LONG_TURNS})"
+        )
     async with fresh_store(url) as store:
         await dispatch(store.scoped(SCOPE), bench_spec(calls), "a long run")
         stamps: list[float] = []
         count_appends(store, stamps)
         await Worker(store, Runtime(model=StepModel(calls), tools=[step])).run_until_idle()
-    width = 20
-    count = min(10, (len(stamps) - 30) // (2 * width))  # fewer windows for a short run
-    if count < 1:
-        raise ValueError(f"a run of {calls} turns is too short to compare its start and end")
-    early_start, late_start = 20, len(stamps) - 10 - width * count
+    width = WINDOW_STEPS
+    # Fewer windows for a short run: as many as fit twice between the lead and the tail.
+    count = min(WINDOWS, (len(stamps) - LEAD_STEPS - TAIL_STEPS) // (2 * width))
+    if count < 1:  # a run makes fewer appends a turn than MIN_LONG_TURNS counts on
+        raise ValueError(f"a run of {calls} turns made only {len(stamps)} appends")
+    early_start, late_start = LEAD_STEPS, len(stamps) - TAIL_STEPS - width * count
 
     def windows(start: int) -> float:
         means = [
@@ -463,33 +481,44 @@ async def _until_ended(store: Store, tenant: str) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", choices=STORES, required=True)
-    parser.add_argument("--runs", type=int, default=40, help="runs for the per-step measure")
+    parser.add_argument("--runs", type=positive, default=40, help="runs for the per-step measure")
     parser.add_argument(
-        "--rounds", type=int, default=5, help="alternating rounds of step, floor and append"
+        "--rounds", type=positive, default=5, help="alternating rounds of step, floor and append"
     )
-    parser.add_argument("--calls", type=int, default=10, help="tool calls per run")
+    parser.add_argument("--calls", type=positive, default=10, help="tool calls per run")
     parser.add_argument(
         "--result-bytes",
-        type=int,
+        type=zero_or_more,
         default=0,
         help="JSON bytes of each tool result in the per-step measure (0: a few bytes)",
     )
     parser.add_argument(
         "--idle-us",
-        type=float,
+        type=not_negative,
         default=0,
         help="an idle wait after each append in the per-step measure (us; 0: none)",
     )
-    parser.add_argument("--long", type=int, default=1000, help="turns of each long run")
-    parser.add_argument("--claims", type=int, default=50, help="trials of the claim latency")
     parser.add_argument(
-        "--rps-runs", type=int, default=RPS_RUNS, help="runs in each round of the runs/s measure"
+        "--long",
+        type=at_least(MIN_LONG_TURNS),
+        default=1000,
+        help=f"turns of each long run (at least {MIN_LONG_TURNS})",
+    )
+    parser.add_argument("--claims", type=positive, default=50, help="trials of the claim latency")
+    parser.add_argument(
+        "--rps-runs",
+        type=positive,
+        default=RPS_RUNS,
+        help="runs in each round of the runs/s measure",
     )
     parser.add_argument(
-        "--queue", type=int, default=300, help="runs admitted behind the killed one (recovery)"
+        "--queue",
+        type=zero_or_more,
+        default=300,
+        help="runs admitted behind the killed one (recovery)",
     )
     parser.add_argument(
-        "--lease", type=float, default=1.5, help="the lease in the recovery measure (s)"
+        "--lease", type=seconds, default=1.5, help="the lease in the recovery measure (s)"
     )
     args = parser.parse_args()
 
@@ -505,7 +534,7 @@ async def main() -> None:
             # The step, the floor and the bare append are measured in alternating rounds, so
             # that all three see the same machine (other work on it moves all of them alike);
             # each figure is the median over the rounds, the ratios medians of per-round ratios.
-            rounds = max(args.rounds, 1)
+            rounds = args.rounds
             per_round = max(args.runs // rounds, 1)
             steps_ms, floors, appends, ratios, append_ratios = [], [], [], [], []
             costs: list[StepCost] = []

@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from bench._arguments import zero_or_more
 from psych_runtime import AgentSpec, ModelRef, Runtime, session
 from psych_runtime.mcp import McpServer, McpStdio
 from psych_runtime.model._openai_wire import request_body
@@ -75,7 +76,9 @@ async def measure(tools: int) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> None:
     """Print the request bytes both ways, and their ratio."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tools", type=int, default=300)
+    parser.add_argument(
+        "--tools", type=zero_or_more, default=300, help="extra tools the demo server offers"
+    )
     args = parser.parse_args(argv)
     eager, deferred = asyncio.run(measure(args.tools))
     print(f"eager: one turn's request is {eager} bytes ({args.tools} tool schemas)")

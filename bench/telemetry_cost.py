@@ -62,6 +62,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Sampler
 
 from bench._agent import StepModel, admit_runs, step
+from bench._arguments import positive
 from bench._stores import bench_url, count_appends, discard, fresh_store
 from psych_runtime import Runtime, Worker
 from psych_telemetry_otel import OTelTelemetry, RunSpanIds
@@ -372,17 +373,17 @@ def report(compared: Compared, store: str, runs: int) -> list[str]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--store", choices=STORES, required=True)
-    parser.add_argument("--rounds", type=int, default=7, help="alternating rounds")
-    parser.add_argument("--runs", type=int, default=20, help="runs per configuration a round")
-    parser.add_argument("--calls", type=int, default=10, help="tool calls per run")
+    parser.add_argument("--rounds", type=positive, default=7, help="alternating rounds")
+    parser.add_argument("--runs", type=positive, default=20, help="runs per configuration a round")
+    parser.add_argument("--calls", type=positive, default=10, help="tool calls per run")
     parser.add_argument("--no-content", action="store_true", help="leave out capture_content=True")
     args = parser.parse_args()
     configs = (OFF, ON) if args.no_content else (OFF, ON, CONTENT)
     with tempfile.TemporaryDirectory() as folder:
         compared = await compare(
-            args.store, configs, max(args.rounds, 1), max(args.runs, 1), args.calls, Path(folder)
+            args.store, configs, args.rounds, args.runs, args.calls, Path(folder)
         )
-    for line in report(compared, args.store, max(args.runs, 1)):
+    for line in report(compared, args.store, args.runs):
         print(line)
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psych_runtime
+from bench._arguments import at_least
 from bench._stores import bench_url, discard, fresh_store
 from psych_runtime import AgentSpec, ModelRef, Scope, Usage
 from psych_runtime.conversations import Compaction
@@ -38,6 +39,8 @@ SPEC = AgentSpec(
     compaction=Compaction(threshold_tokens=120, keep_turns=1, model=ModelRef(model="small")),
 )
 FILLER = " ".join(["word"] * 80)
+MIN_RUNS = 21
+"""The fewest runs whose first (runs 2 to 11) and last ten do not overlap."""
 
 
 def size(request: ModelRequest) -> int:
@@ -89,7 +92,12 @@ async def measure(url: str, runs: int) -> tuple[float, float]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", default="sqlite")
-    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument(
+        "--runs",
+        type=at_least(MIN_RUNS),
+        default=200,
+        help=f"runs in the thread (at least {MIN_RUNS})",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         url = bench_url(args.store, "thread", Path(folder))

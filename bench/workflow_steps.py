@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench._admission import admission_cpu_us
+from bench._arguments import at_least, positive, zero_or_more
 from bench._gc_time import gc_timed
 from bench._stores import bench_url, count_appends, discard, floor_ms, fresh_store
 from bench._workflow import (
@@ -71,6 +72,10 @@ SCOPE = Scope(tenant="bench")
 STORES = ("memory", "sqlite", "postgres", "mysql", "dynamodb")
 CHAIN_STEPS = 20
 ITERATION = re.compile(rf"^{LOOP}\[(\d+)\]\.")
+EARLY_ITERATION = 10
+"""The loop iteration the late one is compared with."""
+AROUND = 10
+"""Iterations whose appends time each side: the ten around it."""
 
 
 async def per_step(
@@ -115,9 +120,14 @@ async def runs_per_second(
     return runs / elapsed
 
 
-async def late_step_ratio(url: str, late: int, early: int = 10) -> tuple[float, float]:
+async def late_step_ratio(url: str, late: int, early: int = EARLY_ITERATION) -> tuple[float, float]:
     """Median ms per append around iteration `early` and around iteration `late` of one run
     of a loop (which runs on 10 iterations past `late`, so both sides of it are measured)."""
+    if late - early < AROUND:
+        raise ValueError(
+            f"iteration {late} is too close to iteration {early} to compare them: the "
+            f"{AROUND} iterations around each would overlap"
+        )
     iterations = late + 10
     async with fresh_store(url) as store:
         scoped = store.scoped(SCOPE)
@@ -147,8 +157,9 @@ def _iteration_of(batch: Batch) -> int | None:
 
 
 def _around(took: dict[int, list[float]], iteration: int) -> float:
-    """The median over the appends of the 10 iterations around `iteration`."""
-    times = [ms for at in range(iteration - 5, iteration + 5) for ms in took.get(at, [])]
+    """The median over the appends of the `AROUND` iterations around `iteration`."""
+    half = AROUND // 2
+    times = [ms for at in range(iteration - half, iteration + half) for ms in took.get(at, [])]
     if not times:
         raise SystemExit(
             f"no append was timed around iteration {iteration} of the loop: its calls are no "
@@ -172,14 +183,22 @@ async def check_outputs(store: ScopedStore, run_ids: Sequence[str], expected: ob
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", choices=STORES, required=True)
-    parser.add_argument("--runs", type=int, default=40, help="runs for the per-step measure")
+    parser.add_argument("--runs", type=positive, default=40, help="runs for the per-step measure")
     parser.add_argument(
-        "--rounds", type=int, default=5, help="alternating rounds of step, floor, append, loop"
+        "--rounds", type=positive, default=5, help="alternating rounds of step, floor, append, loop"
     )
-    parser.add_argument("--long", type=int, default=1000, help="the late loop iteration")
-    parser.add_argument("--rps-runs", type=int, default=96, help="runs for the runs/s measure")
     parser.add_argument(
-        "--result-bytes", type=int, default=0, help="JSON bytes of each tool result (0: a few)"
+        "--long",
+        type=at_least(EARLY_ITERATION + AROUND),
+        default=1000,
+        help=f"the late loop iteration (at least {EARLY_ITERATION + AROUND})",
+    )
+    parser.add_argument("--rps-runs", type=positive, default=96, help="runs for the runs/s measure")
+    parser.add_argument(
+        "--result-bytes",
+        type=zero_or_more,
+        default=0,
+        help="JSON bytes of each tool result (0: a few)",
     )
     args = parser.parse_args()
 
@@ -195,7 +214,7 @@ async def main() -> None:
             # As in bench.durable_steps: alternating rounds, so that every measure sees the
             # same machine; each figure is the median over the rounds, the ratios medians of
             # per-round ratios.
-            rounds = max(args.rounds, 1)
+            rounds = args.rounds
             per_round = max(args.runs // rounds, 1)
             steps_ms, cpus, gcs, floors, appends, ratios, append_ratios = [], [], [], [], [], [], []
             earlies, lates, loop_ratios = [], [], []

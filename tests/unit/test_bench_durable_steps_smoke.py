@@ -1,8 +1,8 @@
 """The durable-step benchmark still works on the memory store with tiny sizes: its table and its
 machine-readable last line carry every figure, the store-only figures (the raw floor with 32
 connections, the recovery behind a queue) as n/a. No time is compared with a goal here (timed
-tests flake); the recovery measure needs worker processes and a durable store, so it runs in
-the benchmark itself, not here."""
+tests flake); the recovery measure needs worker processes and a durable store, so it is tried
+on SQLite in `test_bench_recovery`."""
 
 from __future__ import annotations
 
