@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from psych_adapter_kit import READ_PIECE
 from psych_core import (
     Batch,
     NewRun,
@@ -142,6 +143,21 @@ def record(run_id: str, seq: int, attempt: int, result: str = "ok") -> Record:
 def one(run_id: str, seq: int, attempt: int, batch_id: str, **index: object) -> Batch:
     status = index.pop("status", "running")
     return Batch((record(run_id, seq, attempt),), batch_id, RunIndex(status=status))  # type: ignore[arg-type]
+
+
+async def test_connections_read_replies_in_pieces(store: MySQLStore) -> None:
+    # asyncio reads 256 KiB a recv, which glibc maps and unmaps for every short reply; the
+    # store's connections read at most READ_PIECE (below the mmap threshold).
+    async def read_size(connection: Any, _again: bool) -> object:
+        return getattr(connection._raw._writer.transport, "max_size", None)
+
+    assert await store._pool.run(read_size, what="read size", resend=True) == READ_PIECE
+    # A reply over many pieces arrives whole: a record of four pieces, read back.
+    await admit(store, "run-1")
+    assert await store.claim("worker-1", LEASE) is not None
+    big = record("run-1", 2, 1, result="x" * (4 * READ_PIECE))
+    await store.append("run-1", 1, Batch((big,), "big", RunIndex(status="running")))
+    assert await store.read("run-1", after_seq=1) == [big]
 
 
 async def rows(database: str, sql: str) -> list[tuple[object, ...]]:

@@ -13,10 +13,12 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from psych_adapter_kit import READ_PIECE
 from psych_core import (
     Batch,
     ChildEnded,
@@ -582,6 +584,25 @@ async def test_connections_carry_the_application_name(store: PostgresStore) -> N
     finally:
         await conn.close()
     assert {"psych-store", "psych-store listen"} <= names
+
+
+async def test_connections_read_replies_in_pieces(store: PostgresStore) -> None:
+    # asyncio reads 256 KiB a recv, which glibc maps and unmaps for every short reply; the
+    # store's connections read at most READ_PIECE (below the mmap threshold).
+    async def read_size(conn: Any, _again: bool) -> object:
+        return getattr(conn._con._transport, "max_size", None)
+
+    assert await store._connections.run("read size", read_size, resend=True) == READ_PIECE
+    listener = await store._connections.connect()
+    try:
+        assert getattr(getattr(listener, "_transport", None), "max_size", None) == READ_PIECE
+    finally:
+        await listener.close()
+    # A reply over many pieces arrives whole: a record of four pieces, read back.
+    run_id, attempt = await claimed(store)
+    big = step(run_id, 2, attempt, text="x" * (4 * READ_PIECE))
+    await store.append(run_id, attempt, Batch((big,), "big", RUNNING))
+    assert await store.read(run_id, after_seq=1) == [big]
 
 
 # -- permissions: the README's grants are enough ------------------------------------------------

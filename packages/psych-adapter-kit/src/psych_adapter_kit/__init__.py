@@ -24,6 +24,10 @@ For store backends:
   version once and `put_spec` writes it once per store instance (a version's JSON never
   changes); `PostgresStore`, `SQLiteStore`, `MySQLStore` and `DynamoDBStore` use it.
 
+For adapters on a database driver (`PostgresStore`, `MySQLStore`): `read_in_pieces`, a
+driver connection's asyncio transport reading at most `READ_PIECE` bytes at a time, so that a
+short reply costs no ``mmap``/``munmap`` of a 256 KiB buffer.
+
 For adapters on an SDK client (`DynamoDBStore`, `S3BlobStore`): `OpenedOnce`, the client
 opened on first use in the running event loop, by one opener, closed by `close`.
 
@@ -35,6 +39,7 @@ from psych_adapter_kit._capped_reader import ProgramStreams, read_capped
 from psych_adapter_kit._launcher import PREPARE_SCRIPT, Supervisor, python_command
 from psych_adapter_kit._opened_once import OpenedOnce
 from psych_adapter_kit._polling import Backoff, let_finish, poll_until
+from psych_adapter_kit._reads import READ_PIECE, read_in_pieces
 from psych_adapter_kit._scratch import scratch_folder
 from psych_adapter_kit._setup_faults import SETUP_FAULTS, SetupFaultHook
 from psych_adapter_kit._spec_texts import SpecTexts
@@ -44,6 +49,7 @@ __all__ = [
     "OpenedOnce",
     "PREPARE_SCRIPT",
     "ProgramStreams",
+    "READ_PIECE",
     "SETUP_FAULTS",
     "SetupFaultHook",
     "SpecTexts",
@@ -52,6 +58,7 @@ __all__ = [
     "poll_until",
     "python_command",
     "read_capped",
+    "read_in_pieces",
     "scratch_folder",
 ]
 

@@ -32,6 +32,8 @@ from typing import Any, NamedTuple
 import aiomysql  # type: ignore[import-untyped]
 from pymysql.constants import CLIENT  # type: ignore[import-untyped]
 
+from psych_adapter_kit import read_in_pieces
+
 SQL_MODE = (
     "STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,"
     "NO_ENGINE_SUBSTITUTION"
@@ -223,6 +225,11 @@ async def connect(settings: Settings, max_packet: int) -> Connection:
         ssl=settings.ssl,
         program_name="psych-store-mysql",
     )
+    # Each reply read in pieces below glibc's mmap threshold, not 256 KiB at a time, so that
+    # a statement's answer does not map and unmap a buffer (`read_in_pieces`); aiomysql
+    # keeps its socket's transport in its stream writer.
+    writer = getattr(raw, "_writer", None)
+    read_in_pieces(getattr(writer, "transport", None))
     return Connection(raw, max_packet)
 
 

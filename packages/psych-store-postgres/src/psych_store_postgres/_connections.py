@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from psych_adapter_kit import read_in_pieces
 from psych_core import PsychError, StoreError
 from psych_store_postgres._errors import (
     Handoff,
@@ -105,6 +106,13 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     """The pool's reset: nothing to undo (see the module docstring)."""
 
 
+async def read_replies_in_pieces(conn: asyncpg.Connection) -> None:
+    """A new connection's setup (the pool's ``init``): its socket read in pieces below
+    glibc's mmap threshold (`psych_adapter_kit.read_in_pieces`), not 256 KiB at a time,
+    so that each reply to a step's statement does not map and unmap a buffer."""
+    read_in_pieces(getattr(conn, "_transport", None))  # asyncpg keeps it there
+
+
 class Connections:
     """The store's pool, opened on first use in the running event loop, and its retry loop."""
 
@@ -152,6 +160,7 @@ class Connections:
                     command_timeout=settings.command_timeout,
                     max_inactive_connection_lifetime=300.0,
                     reset=_keep_session,
+                    init=read_replies_in_pieces,
                     server_settings=self._server_settings(),
                 )
                 self._loop = loop
@@ -159,11 +168,13 @@ class Connections:
 
     async def connect(self) -> asyncpg.Connection:
         """A connection outside the pool (the listener's)."""
-        return await asyncpg.connect(
+        conn = await asyncpg.connect(
             self.settings.listen_dsn,
             timeout=self.settings.connect_timeout,
             server_settings={"application_name": f"{self.settings.application_name} listen"},
         )
+        await read_replies_in_pieces(conn)
+        return conn
 
     async def run[T](
         self,

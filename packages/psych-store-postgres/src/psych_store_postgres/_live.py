@@ -23,7 +23,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from psych_core import LiveChannel, LiveText, StoreUnavailable
-from psych_store_postgres._connections import describe_dsn
+from psych_store_postgres._connections import describe_dsn, read_replies_in_pieces
 from psych_store_postgres._sql import check_schema_name
 
 type _AnyConnection = asyncpg.Connection[Any] | PoolConnectionProxy[Any]
@@ -153,11 +153,13 @@ class PostgresLiveChannel(LiveChannel):
         return self._sender
 
     async def _connect(self, dsn: str, role: str) -> asyncpg.Connection:
-        return await asyncpg.connect(
+        conn = await asyncpg.connect(
             dsn,
             timeout=self._connect_timeout,
             server_settings={"application_name": f"{self._application_name} {role}"},
         )
+        await read_replies_in_pieces(conn)
+        return conn
 
     # -- subscribing -------------------------------------------------------------------------
 
