@@ -28,6 +28,7 @@ import sys
 import time
 
 from bench._agent import StepModel, step
+from bench._arguments import seconds
 from bench._stores import open_bench_store
 from psych_runtime import CodeFunction, Leases, Runtime, ToolContext, Worker
 
@@ -80,9 +81,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "mode", nargs="?", choices=("drain", "serve", "stall", "race"), default="drain"
     )
-    parser.add_argument("--lease", type=float, default=None, help="Leases.ttl in seconds")
+    parser.add_argument("--lease", type=seconds, default=None, help="Leases.ttl in seconds")
     parser.add_argument(
-        "--poll", type=float, default=1.0, help="the longest wait between claims when idle (s)"
+        "--poll", type=seconds, default=1.0, help="the longest wait between claims when idle (s)"
     )
     args = parser.parse_args()
     asyncio.run(main(args.url, args.calls, args.concurrency, args.mode, args.lease, args.poll))
